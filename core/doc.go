@@ -1,0 +1,86 @@
+// Package core is the lifecycle of an idempotency key as a pure state
+// machine: events in, decisions out. It holds every rule of the lifecycle in
+// one place, and it is also the sequential specification that drivers are
+// checked against. It reads no clock, draws no random number, starts no
+// goroutine and performs no I/O: time is an input (Event.Now), and the same
+// inputs always give the same output, natively and compiled to wasm.
+//
+// # Glossary
+//
+// One meaning per word, here and in every package of idem.
+//
+//   - scope: (tenant, principal, use case, key). Records are per scope; the
+//     same key in another scope is an unrelated record.
+//   - key: the client's Idempotency-Key, 16 to 255 bytes of printable ASCII,
+//     generated at random by the client for one unit of work it may retry.
+//   - fingerprint: SHA-256 over the semantic content of a request (package
+//     fingerprint). Same fingerprint means same request.
+//   - attempt: one execution of the caller's action for a scope, owned by
+//     one fencing token.
+//   - fencing token: the name of an attempt. The store hands out tokens that
+//     grow and never repeat for a scope; an event carrying a token that does
+//     not own the record is stale and changes nothing.
+//   - lease: the time an attempt may run without news (Record.LockedUntil).
+//     Heartbeats extend it. An expired lease never leads to re-execution: the
+//     record becomes unknown.
+//   - record: what the store keeps for a scope (Record). Absent is a status.
+//   - version: a counter bumped by every write of a record; with the token it
+//     is the precondition of a conditional write (Write).
+//   - outcome: the response of an attempt that executed, 4xx business
+//     answers included.
+//   - replay: answering a retry with the stored outcome, byte for byte.
+//   - reconcile: settling an unknown record by asking the downstream system
+//     whether the side effect happened (EventResolve).
+//   - expire: the end of a settled record's TTL: soft (status expired) or
+//     hard (deleted), by policy. Never applies to in_progress or unknown.
+//   - sweep: the periodic event that enforces leases and TTLs.
+//
+// # Lifecycle
+//
+//	absent, expired, or settled past TTL
+//	      |
+//	      | Reserve -> Execute (fresh token)
+//	      v
+//	+-------------+  Fail (not executed)   +------------------+
+//	| in_progress |----------------------->| failed_retryable |
+//	+-------------+                        +------------------+
+//	  |   |    ^         Reserve -> Execute (fresh token)  |  ^
+//	  |   |    +-------------------------------------------+  |
+//	  |   | MarkUnknown, or lease expired                     |
+//	  |   | (Reserve or Sweep) -> Reconciling                 |
+//	  |   v                                                   |
+//	  | +---------+  Fail, Resolve(not executed)              |
+//	  | | unknown |---------------------------------------------+
+//	  | +---------+
+//	  |   |   ^ Resolve(still unknown): backoff, attempts+1
+//	  |   |   +--+
+//	  |   | Complete, Resolve(executed)
+//	  v   v
+//	+-----------+  Reserve -> Replay; Sweep past TTL:
+//	| completed |  soft -> expired, hard -> absent
+//	+-----------+  (failed_retryable past TTL likewise)
+//
+// in_progress and unknown are never expired by a TTL. unknown is left only by
+// its owner (Complete, Fail) or by the reconciler (Resolve).
+//
+// # The caller's contract
+//
+// A driver (or the executor over a driver) applies one event to one scope so:
+//
+//  1. Load the record of the scope, the store's current time, and a fresh
+//     fencing token, in one read. An absent record is Record{Scope: s}.
+//  2. Build the event with Now set to that time; for Reserve, Token set to
+//     the fresh token; for owner events, the owner's token.
+//  3. Call Step with the record, the event and a policy that passes Validate.
+//     On an error nothing changed: report it, never write.
+//  4. Perform Result.Write atomically: insert only if the scope has no
+//     record; update or delete only if the stored record still has
+//     Write.ExpectVersion and Write.ExpectToken. Store Result.Next as given.
+//  5. If the write's precondition failed, someone else changed the record:
+//     go back to step 1. Never retry a write without stepping again.
+//  6. Act on Result.Decision only once the write succeeded (or was WriteNone):
+//     run the action on Execute with Decision.Token, replay on Replay, and so on.
+//  7. If the write's outcome is unknown (a timeout after sending it), treat
+//     the decision as not taken: do not execute. Loading again will show
+//     whether it applied.
+package core

@@ -1,0 +1,45 @@
+package core
+
+import "errors"
+
+// Errors returned by the core for bad input. Each is a programming or input
+// error of the caller, never a state of a record: the record is left as it
+// was and no write is returned. Callers compare with errors.Is; the message
+// wrapped around each names the offending value.
+var (
+	// ErrInvalidScope (from Scope.Validate): the principal or use case is
+	// empty, too long, or holds control or non-UTF-8 bytes; or the tenant does.
+	ErrInvalidScope = errors.New("idem/core: invalid scope")
+	// ErrInvalidKey (from ValidateKey and Scope.Validate): the idempotency key is empty, shorter than KeyBytesMin,
+	// longer than the policy's KeyBytesMax, or holds a byte outside printable
+	// ASCII (control characters and non-ASCII are refused).
+	ErrInvalidKey = errors.New("idem/core: invalid idempotency key")
+	// ErrFingerprintLength: a fingerprint was built from the wrong number of bytes.
+	ErrFingerprintLength = errors.New("idem/core: fingerprint has the wrong length")
+	// ErrFingerprintMissing: Reserve was given the zero Fingerprint.
+	ErrFingerprintMissing = errors.New("idem/core: fingerprint is missing")
+	// ErrTimeMissing: an event's Now is the zero time.
+	ErrTimeMissing = errors.New("idem/core: event time is missing")
+	// ErrTokenMissing: an event that needs a fencing token has the zero token.
+	ErrTokenMissing = errors.New("idem/core: fencing token is missing")
+	// ErrTokenNotFresh: Reserve would grant an attempt with a token that is not
+	// greater than the record's current token. Tokens come from the store and
+	// must never repeat for a scope; a driver that hands out an old token is broken.
+	ErrTokenNotFresh = errors.New("idem/core: fencing token is not fresh")
+	// ErrResponseInvalid: a response has a status code outside 100..599 or a
+	// header with an empty name.
+	ErrResponseInvalid = errors.New("idem/core: invalid response")
+	// ErrResponseTooLarge: a response's body and headers exceed the policy's
+	// ResponseBytesMax. Storing a truncated response would break replay fidelity.
+	ErrResponseTooLarge = errors.New("idem/core: response too large")
+	// ErrUnknownEvent: an EventKind outside the closed set.
+	ErrUnknownEvent = errors.New("idem/core: unknown event kind")
+	// ErrUnknownOutcome: a Resolve event with a ResolveOutcome outside the closed set.
+	ErrUnknownOutcome = errors.New("idem/core: unknown resolve outcome")
+	// ErrInvalidRecord: the record handed to Step is not one the core could
+	// have produced (unknown status, zero version on a present record, ...).
+	// A driver that returns such a record has lost or corrupted data.
+	ErrInvalidRecord = errors.New("idem/core: invalid record")
+	// ErrInvalidPolicy: a policy value is out of range.
+	ErrInvalidPolicy = errors.New("idem/core: invalid policy")
+)

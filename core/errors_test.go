@@ -1,0 +1,139 @@
+package core
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBadInputIsAnError(t *testing.T) {
+	def := DefaultPolicy()
+	ip := inProgress(7)
+	policy := func(f func(*Policy)) Policy { p := def; f(&p); return p }
+	scoped := func(f func(*Scope)) Record { r := Record{Scope: scopeA}; f(&r.Scope); return r }
+	reserve := Event{Kind: EventReserve, Now: t0, Fingerprint: fpA, Token: 1}
+	big := Response{StatusCode: 200, Body: make([]byte, def.ResponseBytesMax+1)}
+	cases := []struct {
+		name   string
+		cur    Record
+		ev     Event
+		policy Policy
+		want   error
+	}{
+		{"unknown event kind", ip, Event{Kind: 99, Now: t0, Token: 7}, def, ErrUnknownEvent},
+		{"zero event kind", ip, Event{Now: t0, Token: 7}, def, ErrUnknownEvent},
+		{"zero time", ip, Event{Kind: EventSweep}, def, ErrTimeMissing},
+		{"zero fingerprint", Record{Scope: scopeA}, Event{Kind: EventReserve, Now: t0, Token: 1}, def, ErrFingerprintMissing},
+		{"reserve without token", Record{Scope: scopeA}, Event{Kind: EventReserve, Now: t0, Fingerprint: fpA}, def, ErrTokenMissing},
+		{"reserve with old token", withStatus(ip, StatusFailedRetryable), Event{Kind: EventReserve, Now: t0, Fingerprint: fpA, Token: 7}, def, ErrTokenNotFresh},
+		{"reserve over dead record with old token", withStatus(ip, StatusExpired), Event{Kind: EventReserve, Now: t0, Fingerprint: fpB, Token: 3}, def, ErrTokenNotFresh},
+		{"complete without token", ip, Event{Kind: EventComplete, Now: t0, Response: resp1}, def, ErrTokenMissing},
+		{"heartbeat without token", ip, Event{Kind: EventHeartbeat, Now: t0}, def, ErrTokenMissing},
+		{"response over the size limit", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: big}, def, ErrResponseTooLarge},
+		{"response with a bad status code", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 42}}, def, ErrResponseInvalid},
+		{"response with an unnamed header", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"", "b"}}}}, def, ErrResponseInvalid},
+		{"headers over the size limit", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X-A", strings.Repeat("v", def.ResponseBytesMax)}}}}, def, ErrResponseTooLarge},
+		{"resolve without outcome", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7}, def, ErrUnknownOutcome},
+		{"resolve executed with an invalid response", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7, Outcome: ResolveExecuted}, def, ErrResponseInvalid},
+		{"TTL over the cap", ip, reserve, policy(func(p *Policy) { p.TTL = TTLCap + time.Nanosecond }), ErrInvalidPolicy},
+		{"non-positive lease", ip, reserve, policy(func(p *Policy) { p.LeaseDuration = 0 }), ErrInvalidPolicy},
+		{"zero policy", ip, reserve, Policy{}, ErrInvalidPolicy},
+		{"backoff cap below base", ip, reserve, policy(func(p *Policy) { p.ReconcileBackoffCap = time.Millisecond }), ErrInvalidPolicy},
+		{"key bytes max over the limit", ip, reserve, policy(func(p *Policy) { p.KeyBytesMax = 256 }), ErrInvalidPolicy},
+		{"unknown expiry mode", ip, reserve, policy(func(p *Policy) { p.Expiry = 7 }), ErrInvalidPolicy},
+		{"record with unknown status", Record{Scope: scopeA, Status: 42}, reserve, def, ErrInvalidRecord},
+		{"record with version 0", func() Record { r := ip; r.Version = 0; return r }(), reserve, def, ErrInvalidRecord},
+		{"record without token", func() Record { r := ip; r.Token = 0; return r }(), reserve, def, ErrInvalidRecord},
+		{"empty key", scoped(func(s *Scope) { s.Key = "" }), reserve, def, ErrInvalidKey},
+		{"short key", scoped(func(s *Scope) { s.Key = strings.Repeat("k", KeyBytesMin-1) }), reserve, def, ErrInvalidKey},
+		{"long key", scoped(func(s *Scope) { s.Key = strings.Repeat("k", KeyBytesLimit+1) }), reserve, def, ErrInvalidKey},
+		{"key with a control character", scoped(func(s *Scope) { s.Key = "0123456789abcdef\x00" }), reserve, def, ErrInvalidKey},
+		{"key with DEL", scoped(func(s *Scope) { s.Key = "0123456789abcdef\x7f" }), reserve, def, ErrInvalidKey},
+		{"non-ASCII key", scoped(func(s *Scope) { s.Key = "0123456789abcdéf" }), reserve, def, ErrInvalidKey},
+		{"key over the policy's limit", scoped(func(s *Scope) { s.Key = strings.Repeat("k", 40) }), reserve, policy(func(p *Policy) { p.KeyBytesMax = 32 }), ErrInvalidKey},
+		{"empty principal", scoped(func(s *Scope) { s.Principal = "" }), reserve, def, ErrInvalidScope},
+		{"empty use case", scoped(func(s *Scope) { s.UseCase = "" }), reserve, def, ErrInvalidScope},
+		{"tenant with invalid UTF-8", scoped(func(s *Scope) { s.Tenant = "a\xffb" }), reserve, def, ErrInvalidScope},
+		{"principal with a newline", scoped(func(s *Scope) { s.Principal = "a\nb" }), reserve, def, ErrInvalidScope},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := step(c.cur, c.ev, c.policy)
+			if c.want == ErrInvalidKey || c.want == ErrInvalidScope {
+				// Scopes are checked once at the edge (the executor), not on every Step.
+				err = c.cur.Scope.Validate(c.policy.KeyBytesMax)
+			} else if r.Write.Kind != WriteNone || r.Decision.Kind != DecisionInvalid || r.Next.Describe() != c.cur.Describe() {
+				t.Fatalf("an error came with a result or a changed record: %s / %s", r.Describe(), r.Next.Describe())
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if !strings.Contains(err.Error(), "idem/core") {
+				t.Fatalf("error %q does not say where it comes from", err)
+			}
+		})
+	}
+}
+
+func TestValidKeys(t *testing.T) {
+	for _, k := range []string{
+		"550e8400-e29b-41d4-a716-446655440000",
+		strings.Repeat("k", KeyBytesMin),
+		strings.Repeat("k", KeyBytesLimit),
+		"with space and ~!@#$%^&*()",
+	} {
+		if err := ValidateKey(k, KeyBytesLimit); err != nil {
+			t.Errorf("ValidateKey(%q) = %v", k, err)
+		}
+	}
+	s := scopeA
+	s.Tenant = ""
+	if err := s.Validate(KeyBytesLimit); err != nil {
+		t.Errorf("empty tenant refused: %v", err)
+	}
+}
+
+func TestFingerprintParsing(t *testing.T) {
+	if _, err := FingerprintFromBytes(make([]byte, 31)); !errors.Is(err, ErrFingerprintLength) {
+		t.Fatalf("31 bytes: %v", err)
+	}
+	if _, err := FingerprintFromBytes(make([]byte, 33)); !errors.Is(err, ErrFingerprintLength) {
+		t.Fatalf("33 bytes: %v", err)
+	}
+	f, err := FingerprintFromBytes(fpA[:])
+	if err != nil || f != fpA {
+		t.Fatalf("round trip: %v %v", f, err)
+	}
+	g, err := ParseFingerprint(fpA.String())
+	if err != nil || g != fpA {
+		t.Fatalf("hex round trip: %v %v", g, err)
+	}
+	for _, s := range []string{"", "abc", fpA.String()[:63] + "z", fpA.String() + "00"} {
+		if _, err := ParseFingerprint(s); !errors.Is(err, ErrFingerprintLength) {
+			t.Errorf("ParseFingerprint(%q) = %v", s, err)
+		}
+	}
+}
+
+func TestEnumStrings(t *testing.T) {
+	seen := map[string]bool{}
+	for s := Status(0); s < statusCount; s++ {
+		seen[s.String()] = true
+	}
+	for k := EventKind(0); k < eventCount; k++ {
+		seen["event "+k.String()] = true
+	}
+	for k := DecisionKind(0); k < decisionCount; k++ {
+		seen["decision "+k.String()] = true
+	}
+	if len(seen) != int(statusCount)+int(eventCount)+int(decisionCount) {
+		t.Fatalf("enum names are not distinct: %v", seen)
+	}
+	if got := Status(200).String(); got != "status(200)" {
+		t.Fatalf("out of range status: %q", got)
+	}
+	if got := DecisionKind(200).String(); got != "decision(200)" {
+		t.Fatalf("out of range decision: %q", got)
+	}
+}

@@ -1,0 +1,79 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// EventKind is the closed set of things that can happen to a record.
+type EventKind uint8
+
+const (
+	EventInvalid     EventKind = iota // the zero value; Step refuses it
+	EventReserve                      // a request arrives and asks to execute
+	EventComplete                     // the owner stores the outcome
+	EventFail                         // the owner proves nothing was executed
+	EventMarkUnknown                  // the owner cannot tell whether it executed
+	EventHeartbeat                    // the owner extends its lease
+	EventResolve                      // the reconciler settles an unknown record
+	EventSweep                        // time passed: leases and TTLs are enforced
+	eventCount
+)
+
+var eventNames = [eventCount]string{"invalid", "reserve", "complete", "fail", "mark_unknown", "heartbeat", "resolve", "sweep"}
+
+func (k EventKind) String() string {
+	if k < eventCount {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("event(%d)", uint8(k))
+}
+
+// ResolveOutcome is the reconciler's finding about an unknown attempt.
+type ResolveOutcome uint8
+
+const (
+	ResolveInvalid      ResolveOutcome = iota // the zero value; Step refuses it
+	ResolveExecuted                           // the side effect happened; Response is the outcome to store
+	ResolveNotExecuted                        // the side effect definitely did not happen
+	ResolveStillUnknown                       // the downstream cannot tell yet
+	resolveCount
+)
+
+var resolveNames = [resolveCount]string{"invalid", "executed", "not_executed", "still_unknown"}
+
+func (o ResolveOutcome) String() string {
+	if o < resolveCount {
+		return resolveNames[o]
+	}
+	return fmt.Sprintf("resolve_outcome(%d)", uint8(o))
+}
+
+// Event is one input to Step. Which fields count depends on Kind:
+//
+//	Reserve      Now, Fingerprint, Token (a fresh token from the store)
+//	Complete     Now, Token (the owner's), Response
+//	Fail         Now, Token, ErrorCode
+//	MarkUnknown  Now, Token, ErrorCode
+//	Heartbeat    Now, Token
+//	Resolve      Now, Token (of the attempt the reconciler examined), Outcome, Response (if executed)
+//	Sweep        Now
+//
+// Fields that do not count for the kind are ignored.
+type Event struct {
+	Kind        EventKind
+	Now         time.Time
+	Fingerprint Fingerprint
+	Token       Token
+	Response    Response
+	ErrorCode   string
+	Outcome     ResolveOutcome
+}
+
+// Error codes the core writes into Record.LastErrorCode.
+const (
+	CodeLeaseExpired = "lease_expired" // the owner's lease ran out before it reported an outcome
+	CodeNotExecuted  = "not_executed"  // default for Fail without a code
+	CodeUnknown      = "outcome_unknown"
+	CodeReconciled   = "reconciled_not_executed" // the reconciler found no side effect
+)

@@ -1,0 +1,96 @@
+package core
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Scope names one record: the same idempotency key under another tenant,
+// principal or use case is an unrelated record. The URL path is deliberately
+// not part of it, so that a path version change keeps the meaning of a key.
+type Scope struct {
+	Tenant    string // may be empty when the deployment has no tenants
+	Principal string // the authenticated caller
+	UseCase   string // the operation, e.g. "payments.create"
+	Key       string // the client's Idempotency-Key
+}
+
+const (
+	// KeyBytesMin is the shortest key accepted: shorter keys are guessable or
+	// not generated at random (a UUID has 36 bytes).
+	KeyBytesMin = 16
+	// KeyBytesLimit is the most any policy may allow for KeyBytesMax.
+	KeyBytesLimit = 255
+	// ScopePartBytesMax bounds tenant, principal and use case.
+	ScopePartBytesMax = 255
+)
+
+// ValidateKey checks an idempotency key: 16 to keyBytesMax bytes of
+// printable ASCII (0x20 to 0x7E). It names the first offending byte.
+func ValidateKey(key string, keyBytesMax int) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty", ErrInvalidKey)
+	case len(key) < KeyBytesMin:
+		return fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidKey, len(key), KeyBytesMin)
+	case len(key) > keyBytesMax:
+		return fmt.Errorf("%w: %d bytes, want at most %d", ErrInvalidKey, len(key), keyBytesMax)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e {
+			kind := "control character"
+			if c >= 0x80 {
+				kind = "non-ASCII byte"
+			}
+			return fmt.Errorf("%w: %s 0x%02x at byte %d", ErrInvalidKey, kind, c, i)
+		}
+	}
+	return nil
+}
+
+// Validate checks every part of the scope; keyBytesMax is the policy's limit.
+func (s Scope) Validate(keyBytesMax int) error {
+	if err := validatePart("tenant", s.Tenant, true); err != nil {
+		return err
+	}
+	if err := validatePart("principal", s.Principal, false); err != nil {
+		return err
+	}
+	if err := validatePart("use case", s.UseCase, false); err != nil {
+		return err
+	}
+	return ValidateKey(s.Key, keyBytesMax)
+}
+
+func validatePart(name, v string, emptyOK bool) error {
+	if v == "" {
+		if emptyOK {
+			return nil
+		}
+		return fmt.Errorf("%w: %s is empty", ErrInvalidScope, name)
+	}
+	if len(v) > ScopePartBytesMax {
+		return fmt.Errorf("%w: %s has %d bytes, want at most %d", ErrInvalidScope, name, len(v), ScopePartBytesMax)
+	}
+	for i := 0; i < len(v); {
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			return fmt.Errorf("%w: %s has invalid UTF-8 at byte %d", ErrInvalidScope, name, i)
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("%w: %s has control character U+%04X at byte %d", ErrInvalidScope, name, r, i)
+		}
+		i += size
+	}
+	return nil
+}
+
+// String is "tenant/principal/use case/key", with "-" for an empty tenant.
+// It is for logs and golden files, not a storage key: parts may contain "/".
+func (s Scope) String() string {
+	t := s.Tenant
+	if t == "" {
+		t = "-"
+	}
+	return t + "/" + s.Principal + "/" + s.UseCase + "/" + s.Key
+}

@@ -1,0 +1,316 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Step is the one entry point of the lifecycle. Given the current record of a
+// scope (Record{Scope: s} when the store has none), one event and the policy,
+// it changes rec in place into the record after the event, and returns the
+// decision and the write that makes the change durable. It reads no clock and
+// performs no I/O, and it neither keeps nor modifies ev or p: the same inputs
+// give the same outputs.
+//
+// Bad input (see errors.go) gives an error, a zero Result and an unchanged
+// rec; no (record, event) pair panics. Step works in place because records
+// are large and Step sits on every request's path: copying them in and out
+// would cost more than the whole transition.
+func Step(rec *Record, ev *Event, p *Policy) (Result, error) {
+	if err := p.Validate(); err != nil {
+		return Result{}, err
+	}
+	if err := rec.validate(); err != nil {
+		return Result{}, err
+	}
+	if ev.Now.IsZero() {
+		return Result{}, fmt.Errorf("%w: %v event", ErrTimeMissing, ev.Kind)
+	}
+	// Records outlive processes: keep wall-clock time only, so that a
+	// monotonic reading never decides a comparison against a stored time.
+	now := ev.Now.Round(0)
+	switch ev.Kind {
+	case EventReserve:
+		// Required even when the answer will not be Execute, so that a caller
+		// that forgets it fails on its first request, not on its first new key.
+		if ev.Token == 0 {
+			return Result{}, fmt.Errorf("%w: reserve needs a fresh token from the store", ErrTokenMissing)
+		}
+		if ev.Fingerprint.IsZero() {
+			return Result{}, ErrFingerprintMissing
+		}
+		return reserve(rec, ev, p, now)
+	case EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve:
+		if ev.Token == 0 {
+			return Result{}, fmt.Errorf("%w: %v needs the token of the attempt it is about", ErrTokenMissing, ev.Kind)
+		}
+	}
+	switch ev.Kind {
+	case EventComplete:
+		return complete(rec, ev, p, now)
+	case EventFail:
+		return fail(rec, ev, p, now), nil
+	case EventMarkUnknown:
+		return markUnknown(rec, ev, now), nil
+	case EventHeartbeat:
+		return heartbeat(rec, ev, p, now), nil
+	case EventResolve:
+		return resolve(rec, ev, p, now)
+	case EventSweep:
+		return sweep(rec, p, now), nil
+	}
+	return Result{}, fmt.Errorf("%w: %v", ErrUnknownEvent, ev.Kind)
+}
+
+// unchanged answers d and writes nothing.
+func unchanged(d Decision) Result { return Result{Decision: d} }
+
+// updated answers d for a record the caller has just changed in place, whose
+// version and token before the change were version and token.
+func updated(rec *Record, version uint64, token Token, d Decision) Result {
+	rec.Version = version + 1
+	return Result{Decision: d, Write: Write{Kind: WriteUpdate, ExpectVersion: version, ExpectToken: token}}
+}
+
+// removed answers d and makes rec absent.
+func removed(rec *Record, d Decision) Result {
+	w := Write{Kind: WriteDelete, ExpectVersion: rec.Version, ExpectToken: rec.Token}
+	*rec = Record{Scope: rec.Scope}
+	return Result{Decision: d, Write: w}
+}
+
+func reserve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
+	if !rec.live(now) {
+		// A new incarnation of the key: absent, soft-expired, or past the TTL
+		// of an outcome that is settled. The old fingerprint no longer binds.
+		if err := checkFresh(rec, ev.Token); err != nil {
+			return Result{}, err
+		}
+		existed, version, token := rec.Exists(), rec.Version, rec.Token
+		// Field by field rather than *rec = Record{...}: a whole-struct
+		// store costs a typed copy with write barriers, more than the rest
+		// of the transition.
+		rec.Status = StatusInProgress
+		rec.Fingerprint = ev.Fingerprint
+		rec.Token = ev.Token
+		if existed {
+			rec.Response = Response{}
+			rec.LastErrorCode = ""
+			rec.ReconcileAfter = time.Time{}
+			rec.ReconcileAttempts = 0
+			rec.CompletedAt = time.Time{}
+		}
+		rec.LockedUntil = now.Add(p.LeaseDuration)
+		rec.CreatedAt = now
+		rec.ExpiresAt = now.Add(p.TTL)
+		d := Decision{Kind: DecisionExecute, Token: ev.Token}
+		if !existed {
+			rec.Version = 1
+			return Result{Decision: d, Write: Write{Kind: WriteInsert}}, nil
+		}
+		return updated(rec, version, token, d), nil
+	}
+	if ev.Fingerprint != rec.Fingerprint {
+		return unchanged(Decision{Kind: DecisionMismatch}), nil
+	}
+	switch rec.Status {
+	case StatusInProgress:
+		if now.Before(rec.LockedUntil) {
+			return unchanged(Decision{Kind: DecisionInFlight, RetryAfter: p.RetryAfter}), nil
+		}
+		// The owner's lease ran out without an outcome: it may have executed.
+		// Never run again; hand the key to the reconciler.
+		leaseExpired(rec, now)
+		return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionReconciling, RetryAfter: p.RetryAfter}), nil
+	case StatusCompleted:
+		return unchanged(Decision{Kind: DecisionReplay}), nil
+	case StatusFailedRetryable:
+		if err := checkFresh(rec, ev.Token); err != nil {
+			return Result{}, err
+		}
+		version, token := rec.Version, rec.Token
+		rec.Status = StatusInProgress
+		rec.Token = ev.Token
+		rec.LockedUntil = now.Add(p.LeaseDuration)
+		rec.LastErrorCode = ""
+		rec.ExpiresAt = now.Add(p.TTL)
+		return updated(rec, version, token, Decision{Kind: DecisionExecute, Token: ev.Token}), nil
+	default: // StatusUnknown: live() admits no other status
+		retry := p.RetryAfter
+		if !rec.ReconcileAfter.IsZero() {
+			retry = max(retry, rec.ReconcileAfter.Sub(now))
+		}
+		return unchanged(Decision{Kind: DecisionReconciling, RetryAfter: retry}), nil
+	}
+}
+
+func checkFresh(rec *Record, t Token) error {
+	if rec.Exists() && t <= rec.Token {
+		return fmt.Errorf("%w: token %d, record already at %d", ErrTokenNotFresh, t, rec.Token)
+	}
+	return nil
+}
+
+// leaseExpired turns an in_progress record into an unknown one that the
+// reconciler should look at now.
+func leaseExpired(rec *Record, now time.Time) {
+	rec.Status = StatusUnknown
+	rec.LastErrorCode = CodeLeaseExpired
+	rec.ReconcileAfter = now
+	rec.ReconcileAttempts = 0
+}
+
+// owns reports whether token owns the record: an absent record and another
+// attempt's record are not owned.
+func owns(rec *Record, token Token) bool {
+	return rec.Exists() && rec.Token == token
+}
+
+var stale = Result{Decision: Decision{Kind: DecisionStale}}
+
+func complete(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
+	if err := ev.Response.validate(p.ResponseBytesMax); err != nil {
+		return Result{}, err
+	}
+	if !owns(rec, ev.Token) {
+		return stale, nil
+	}
+	switch rec.Status {
+	case StatusInProgress, StatusUnknown:
+		// Completing from unknown is the late owner reporting proof of
+		// execution: better than anything the reconciler could find.
+		completed(rec, now, p, &ev.Response)
+		return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionCompleted}), nil
+	case StatusCompleted:
+		if rec.Response.Equal(ev.Response) {
+			return unchanged(Decision{Kind: DecisionAcknowledged}), nil
+		}
+	}
+	return unchanged(Decision{Kind: DecisionConflict}), nil
+}
+
+func completed(rec *Record, now time.Time, p *Policy, r *Response) {
+	rec.Status = StatusCompleted
+	rec.Response = *r
+	rec.LastErrorCode = ""
+	rec.LockedUntil = time.Time{}
+	rec.ReconcileAfter = time.Time{}
+	rec.CompletedAt = now
+	rec.ExpiresAt = now.Add(p.TTL)
+}
+
+func failedRetryable(rec *Record, now time.Time, p *Policy, code string) {
+	rec.Status = StatusFailedRetryable
+	rec.LastErrorCode = code
+	rec.LockedUntil = time.Time{}
+	rec.ReconcileAfter = time.Time{}
+	rec.ExpiresAt = now.Add(p.TTL)
+}
+
+func fail(rec *Record, ev *Event, p *Policy, now time.Time) Result {
+	if !owns(rec, ev.Token) {
+		return stale
+	}
+	switch rec.Status {
+	case StatusInProgress, StatusUnknown:
+		if p.Fail == FailEvict {
+			return removed(rec, Decision{Kind: DecisionFailed})
+		}
+		code := ev.ErrorCode
+		if code == "" {
+			code = CodeNotExecuted
+		}
+		failedRetryable(rec, now, p, code)
+		return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionFailed})
+	case StatusFailedRetryable:
+		return unchanged(Decision{Kind: DecisionAcknowledged})
+	}
+	return unchanged(Decision{Kind: DecisionConflict})
+}
+
+func markUnknown(rec *Record, ev *Event, now time.Time) Result {
+	if !owns(rec, ev.Token) {
+		return stale
+	}
+	switch rec.Status {
+	case StatusInProgress:
+		leaseExpired(rec, now)
+		rec.LastErrorCode = ev.ErrorCode
+		if rec.LastErrorCode == "" {
+			rec.LastErrorCode = CodeUnknown
+		}
+		rec.LockedUntil = time.Time{}
+		return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionMarkedUnknown})
+	case StatusUnknown:
+		return unchanged(Decision{Kind: DecisionAcknowledged})
+	}
+	return unchanged(Decision{Kind: DecisionConflict})
+}
+
+func heartbeat(rec *Record, ev *Event, p *Policy, now time.Time) Result {
+	if !owns(rec, ev.Token) {
+		return stale
+	}
+	if rec.Status != StatusInProgress {
+		return unchanged(Decision{Kind: DecisionConflict})
+	}
+	// A clock that stepped back must not shorten a lease others rely on.
+	if until := now.Add(p.LeaseDuration); until.After(rec.LockedUntil) {
+		rec.LockedUntil = until
+	}
+	return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionExtended})
+}
+
+func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
+	switch ev.Outcome {
+	case ResolveExecuted:
+		if err := ev.Response.validate(p.ResponseBytesMax); err != nil {
+			return Result{}, err
+		}
+	case ResolveNotExecuted, ResolveStillUnknown:
+	default:
+		return Result{}, fmt.Errorf("%w: %v", ErrUnknownOutcome, ev.Outcome)
+	}
+	if rec.Status != StatusUnknown {
+		return unchanged(Decision{Kind: DecisionNotApplicable}), nil
+	}
+	if !owns(rec, ev.Token) {
+		// The finding is about an earlier attempt than the one now unknown.
+		return stale, nil
+	}
+	switch ev.Outcome {
+	case ResolveExecuted:
+		completed(rec, now, p, &ev.Response)
+	case ResolveNotExecuted:
+		failedRetryable(rec, now, p, CodeReconciled)
+	default: // ResolveStillUnknown
+		backoff := p.reconcileBackoff(rec.ReconcileAttempts)
+		rec.ReconcileAttempts++
+		if rec.ReconcileAttempts >= p.ReconcileAttemptsMax {
+			rec.ReconcileAfter = time.Time{}
+			return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionAbandoned}), nil
+		}
+		rec.ReconcileAfter = now.Add(backoff)
+		return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionRescheduled, RetryAfter: backoff}), nil
+	}
+	return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionResolved}), nil
+}
+
+func sweep(rec *Record, p *Policy, now time.Time) Result {
+	switch rec.Status {
+	case StatusInProgress:
+		if !now.Before(rec.LockedUntil) {
+			leaseExpired(rec, now)
+			return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionLeaseExpired})
+		}
+	case StatusCompleted, StatusFailedRetryable:
+		if !now.Before(rec.ExpiresAt) {
+			if p.Expiry == ExpiryHard {
+				return removed(rec, Decision{Kind: DecisionExpired})
+			}
+			rec.Status = StatusExpired
+			return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionExpired})
+		}
+	}
+	return unchanged(Decision{Kind: DecisionNothingDue})
+}
