@@ -1,0 +1,130 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Code is the stable, machine-readable name of an error: safe to put in an
+// API error body, a log field or a metric label. Codes never change meaning.
+type Code string
+
+const (
+	// CodeInvalidKey: the Idempotency-Key is empty, shorter than 16 or longer
+	// than the policy's limit, or holds control or non-ASCII bytes. 400.
+	CodeInvalidKey Code = "invalid_key"
+	// CodeInvalidRequest: another part of the request cannot be used (an empty
+	// principal or use case, a missing fingerprint). 400.
+	CodeInvalidRequest Code = "invalid_request"
+	// CodeKeyMisuse: the key is live with another request fingerprint: the
+	// client reused a key for a different request. Never retried as is. 422.
+	CodeKeyMisuse Code = "key_misuse"
+	// CodeInProgress: another attempt holds the key and did not finish within
+	// the in-flight wait. Retry after Error.RetryAfter. 409, or 202 by policy.
+	CodeInProgress Code = "in_progress"
+	// CodeOutcomeUnknown: an attempt may have executed and its outcome is not
+	// known yet (a timeout, a crash, a lost connection). Nothing re-executes
+	// until it is settled; retry after Error.RetryAfter. 409.
+	CodeOutcomeUnknown Code = "outcome_unknown"
+	// CodeNotExecuted: the action reported, through NotExecuted, that it did
+	// nothing; the key is free for a retry. The action's error is wrapped. 500
+	// unless the caller maps its own error.
+	CodeNotExecuted Code = "not_executed"
+	// CodeStoreUnavailable: the store failed, so nothing was executed (fail
+	// closed). 503.
+	CodeStoreUnavailable Code = "idempotency_store_unavailable"
+	// CodeResponseInvalid: the action executed but its response cannot be
+	// stored (too large, or not valid HTTP). The record is left unknown for
+	// the reconciler, and this is a bug of the caller to fix. 500.
+	CodeResponseInvalid Code = "response_invalid"
+)
+
+// Error is every error the executor returns. Match it with errors.Is against
+// the sentinels below (which compare codes), or errors.As for the details.
+type Error struct {
+	Code Code
+	// RetryAfter is when the client should come back (in_progress, outcome_unknown).
+	RetryAfter time.Duration
+	// Status is the HTTP status the edge should answer with.
+	Status int
+	// Err is the cause: a store error, the action's error, a validation error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return "idem: " + string(e.Code)
+	}
+	return fmt.Sprintf("idem: %s: %v", e.Code, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches any *Error with the same code, so errors.Is(err, ErrKeyMisuse) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels, one per code, for errors.Is.
+var (
+	ErrInvalidKey       = &Error{Code: CodeInvalidKey, Status: http.StatusBadRequest}
+	ErrInvalidRequest   = &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest}
+	ErrKeyMisuse        = &Error{Code: CodeKeyMisuse, Status: http.StatusUnprocessableEntity}
+	ErrInProgress       = &Error{Code: CodeInProgress, Status: http.StatusConflict}
+	ErrOutcomeUnknown   = &Error{Code: CodeOutcomeUnknown, Status: http.StatusConflict}
+	ErrNotExecuted      = &Error{Code: CodeNotExecuted, Status: http.StatusInternalServerError}
+	ErrStoreUnavailable = &Error{Code: CodeStoreUnavailable, Status: http.StatusServiceUnavailable}
+	ErrResponseInvalid  = &Error{Code: CodeResponseInvalid, Status: http.StatusInternalServerError}
+)
+
+// newError returns a copy of the sentinel with a cause and a retry hint.
+func newError(sentinel *Error, cause error, retryAfter time.Duration) *Error {
+	e := *sentinel
+	e.Err = cause
+	e.RetryAfter = retryAfter
+	return &e
+}
+
+// ErrConflict is what a Store returns when a write's precondition does not
+// hold: the scope has a record (Insert), or no longer has the expected
+// version and token (CompareAndSet, Delete). The caller loads and steps again.
+var ErrConflict = errors.New("idem: store: precondition failed")
+
+// ErrStoreFull is what a bounded store returns when it refuses a new record
+// rather than evict a live one.
+var ErrStoreFull = errors.New("idem: store: full")
+
+// NotExecutedError marks an action's error as proof that the action had no
+// side effect, so the key may be executed again. Build it with NotExecuted.
+type NotExecutedError struct {
+	Err error
+	// Code is stored as the record's last error code; "not_executed" if empty.
+	Code string
+}
+
+func (e *NotExecutedError) Error() string {
+	if e.Err == nil {
+		return "not executed"
+	}
+	return "not executed: " + e.Err.Error()
+}
+
+func (e *NotExecutedError) Unwrap() error { return e.Err }
+
+// NotExecuted wraps err to say the action definitely did nothing: it failed
+// before any request left the process (validation, a refused connection to
+// the downstream, ...). Only then may the key run again. Any other error, a
+// panic or a timeout is taken as "may have executed" and sent to the
+// reconciler: when in doubt, do not wrap.
+func NotExecuted(err error) error { return &NotExecutedError{Err: err} }
+
+// PanicError is the cause of an outcome_unknown error when the action panicked.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("action panicked: %v", e.Value) }

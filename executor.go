@@ -1,0 +1,166 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/idemkit/idem/core"
+)
+
+// Action is the caller's side effect. It returns the response to store and
+// replay, or an error: NotExecuted(err) when it definitely did nothing, any
+// other error (or a panic) when it may have done something.
+type Action func(ctx context.Context, a Attempt) (Response, error)
+
+// Executor runs actions at most once per scope over a Store.
+type Executor struct {
+	store             Store
+	policy            Policy
+	metrics           Metrics
+	outcomeTimeout    time.Duration
+	heartbeatInterval time.Duration
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithPolicy sets the lifecycle policy (DefaultPolicy otherwise).
+func WithPolicy(p Policy) Option { return func(e *Executor) { e.policy = p } }
+
+// WithMetrics sets where counters go (NopMetrics otherwise).
+func WithMetrics(m Metrics) Option { return func(e *Executor) { e.metrics = m } }
+
+// WithOutcomeTimeout bounds the write of an action's outcome, which runs on a
+// context detached from the caller's (10 s by default).
+func WithOutcomeTimeout(d time.Duration) Option { return func(e *Executor) { e.outcomeTimeout = d } }
+
+// WithHeartbeatInterval sets how often a running action's lease is extended
+// (a third of the lease by default).
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(e *Executor) { e.heartbeatInterval = d }
+}
+
+// New returns an Executor over s. It refuses an invalid policy.
+func New(s Store, opts ...Option) (*Executor, error) {
+	if s == nil {
+		return nil, errors.New("idem: New: nil store")
+	}
+	e := &Executor{store: s, policy: DefaultPolicy(), metrics: NopMetrics{}, outcomeTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(e)
+	}
+	if err := e.policy.Validate(); err != nil {
+		return nil, err
+	}
+	if e.metrics == nil {
+		e.metrics = NopMetrics{}
+	}
+	if e.heartbeatInterval == 0 {
+		e.heartbeatInterval = e.policy.LeaseDuration / 3
+	}
+	if e.heartbeatInterval <= 0 || e.outcomeTimeout <= 0 {
+		return nil, fmt.Errorf("idem: New: heartbeat interval %v and outcome timeout %v must be positive", e.heartbeatInterval, e.outcomeTimeout)
+	}
+	return e, nil
+}
+
+// Policy returns the executor's policy.
+func (e *Executor) Policy() Policy { return e.policy }
+
+// Begin starts req as a Call for a host that performs its effects itself.
+func (e *Executor) Begin(req Request) (*Call, error) { return newCall(&e.policy, e.metrics, req) }
+
+// Do runs action for req at most once per scope:
+//
+//   - a new key (or a failed_retryable one) runs the action with a heartbeat
+//     extending its lease, then stores its outcome and returns it (Executed);
+//   - a completed key returns the stored response byte for byte (Replayed);
+//   - a key running elsewhere is waited for up to the policy's InFlightWait
+//     and replayed if it finishes, else ErrInProgress with a RetryAfter;
+//   - a key reused with another fingerprint is ErrKeyMisuse;
+//   - a key whose outcome is unknown is ErrOutcomeUnknown until the
+//     reconciler settles it: nothing runs twice on a guess;
+//   - a store failure is ErrStoreUnavailable, and the action does not run.
+//
+// Once the action has run, its outcome is written on a context detached from
+// ctx (bounded by the outcome timeout): a client that disconnects must not
+// turn a charge into an unknown, or worse, into a re-execution.
+func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, error) {
+	c, err := e.Begin(req)
+	if err != nil {
+		return Result{}, err
+	}
+	applyCtx := ctx
+	for {
+		eff := c.Next()
+		switch eff.Kind {
+		case EffectApply:
+			a, err := ApplyOver(applyCtx, e.store, &e.policy, e.metrics, req.Scope, eff.Event)
+			c.Applied(a, err)
+		case EffectRun:
+			out := e.run(ctx, eff.Attempt, action)
+			var cancel context.CancelFunc
+			applyCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), e.outcomeTimeout)
+			defer cancel()
+			c.Ran(out)
+		case EffectWait:
+			start := time.Now()
+			if err := e.wait(ctx, req.Scope, eff); err != nil {
+				return Result{}, err
+			}
+			c.Waited(time.Since(start))
+		case EffectDone:
+			return c.Result()
+		}
+	}
+}
+
+// wait blocks for an EffectWait; it fails only when the caller gave up.
+func (e *Executor) wait(ctx context.Context, scope Scope, eff Effect) error {
+	wctx, cancel := context.WithTimeout(ctx, eff.Wait)
+	defer cancel()
+	_ = e.store.Wait(wctx, scope, eff.Version, eff.Token) // woken, timed out, or spurious: load again
+	return ctx.Err()
+}
+
+// run calls action with a heartbeat beside it, turning a panic into an
+// outcome_unknown error.
+func (e *Executor) run(ctx context.Context, at Attempt, action Action) (out Outcome) {
+	hbCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go e.heartbeat(hbCtx, at, stopped)
+	defer func() {
+		stop()
+		<-stopped
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			out = Outcome{Err: &PanicError{Value: r, Stack: debug.Stack()}}
+		}
+	}()
+	resp, err := action(ctx, at)
+	return Outcome{Response: resp, Err: err}
+}
+
+// heartbeat extends the attempt's lease until ctx ends or the lease is lost.
+func (e *Executor) heartbeat(ctx context.Context, at Attempt, stopped chan<- struct{}) {
+	defer close(stopped)
+	t := time.NewTicker(e.heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, e.heartbeatInterval)
+		a, err := ApplyOver(hctx, e.store, &e.policy, e.metrics, at.Scope, core.Event{Kind: core.EventHeartbeat, Token: at.Token})
+		cancel()
+		if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
+			return // stale or no longer in progress: the lease is lost for good
+		}
+	}
+}

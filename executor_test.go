@@ -1,0 +1,466 @@
+package idem_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/fakeclock"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// flakyStore fails the calls its switches name, before or after applying them.
+type flakyStore struct {
+	idem.Store
+	failLoad, failWrite, failAfterWrite atomic.Bool
+}
+
+var errDown = errors.New("connection refused")
+
+func (f *flakyStore) Load(ctx context.Context, s idem.Scope) (idem.Snapshot, error) {
+	if f.failLoad.Load() {
+		return idem.Snapshot{}, errDown
+	}
+	return f.Store.Load(ctx, s)
+}
+
+func (f *flakyStore) write(apply func() error) error {
+	if f.failWrite.Load() {
+		return errDown
+	}
+	err := apply()
+	if err == nil && f.failAfterWrite.Load() {
+		return errDown // an ambiguous commit: applied, but the caller hears an error
+	}
+	return err
+}
+
+func (f *flakyStore) Insert(ctx context.Context, r *idem.Record) error {
+	return f.write(func() error { return f.Store.Insert(ctx, r) })
+}
+func (f *flakyStore) CompareAndSet(ctx context.Context, r *idem.Record, v uint64, t idem.Token) error {
+	return f.write(func() error { return f.Store.CompareAndSet(ctx, r, v, t) })
+}
+func (f *flakyStore) Delete(ctx context.Context, s idem.Scope, v uint64, t idem.Token) error {
+	return f.write(func() error { return f.Store.Delete(ctx, s, v, t) })
+}
+
+type fixture struct {
+	clock   *fakeclock.Clock
+	mem     *memstore.Store
+	store   *flakyStore
+	metrics *idem.MemMetrics
+	ex      *idem.Executor
+	ran     atomic.Int32
+}
+
+func newFixture(t *testing.T, mutate func(*idem.Policy)) *fixture {
+	t.Helper()
+	f := &fixture{clock: fakeclock.New(), metrics: &idem.MemMetrics{}}
+	f.mem = memstore.New(memstore.Options{Clock: f.clock.Now})
+	f.store = &flakyStore{Store: f.mem}
+	p := idem.DefaultPolicy()
+	p.InFlightWait = 0
+	if mutate != nil {
+		mutate(&p)
+	}
+	ex, err := idem.New(f.store, idem.WithPolicy(p), idem.WithMetrics(f.metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ex = ex
+	return f
+}
+
+var (
+	payload = idem.Fingerprint(sha256.Sum256([]byte(`{"amount":12000}`)))
+	other   = idem.Fingerprint(sha256.Sum256([]byte(`{"amount":99999}`)))
+	created = idem.Response{StatusCode: 201, Headers: []idem.Header{{Name: "Content-Type", Value: "application/json"}}, Body: []byte(`{"paymentId":"p-1"}`), SchemaVersion: 1}
+)
+
+func request(key string, fp idem.Fingerprint) idem.Request {
+	return idem.Request{Scope: idem.Scope{Tenant: "acme", Principal: "user-1", UseCase: "payments.create", Key: key}, Fingerprint: fp}
+}
+
+const key1 = "550e8400-e29b-41d4-a716-446655440000"
+
+// act returns an action that counts its runs and returns resp, err.
+func (f *fixture) act(resp idem.Response, err error) idem.Action {
+	return func(context.Context, idem.Attempt) (idem.Response, error) {
+		f.ran.Add(1)
+		return resp, err
+	}
+}
+
+func (f *fixture) status(t *testing.T, req idem.Request) core.Status {
+	t.Helper()
+	snap, err := f.mem.Load(context.Background(), req.Scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap.Record.Status
+}
+
+func TestExecuteThenReplayByteForByte(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r, err := f.ex.Do(ctx, request(key1, payload), f.act(created, nil))
+	if err != nil || r.Kind != idem.ResultExecuted || !r.Recorded || !r.Response.Equal(created) || r.Token == 0 {
+		t.Fatalf("first: %+v %v", r, err)
+	}
+	for range 3 {
+		r, err := f.ex.Do(ctx, request(key1, payload), f.act(idem.Response{StatusCode: 500}, nil))
+		if err != nil || r.Kind != idem.ResultReplayed || !r.Response.Equal(created) {
+			t.Fatalf("replay: %+v %v", r, err)
+		}
+	}
+	if f.ran.Load() != 1 {
+		t.Fatalf("ran %d times", f.ran.Load())
+	}
+	if f.metrics.Total(idem.CounterReserveCreated) != 1 || f.metrics.Total(idem.CounterReserveReplay) != 3 {
+		t.Fatalf("created=%d replay=%d", f.metrics.Total(idem.CounterReserveCreated), f.metrics.Total(idem.CounterReserveReplay))
+	}
+}
+
+func TestBusinessErrorIsAnOutcome(t *testing.T) {
+	f := newFixture(t, nil)
+	declined := idem.Response{StatusCode: 402, Body: []byte(`{"error":"card_declined"}`)}
+	for range 2 {
+		r, err := f.ex.Do(context.Background(), request(key1, payload), f.act(declined, nil))
+		if err != nil || !r.Response.Equal(declined) {
+			t.Fatalf("%+v %v", r, err)
+		}
+	}
+	if f.ran.Load() != 1 {
+		t.Fatalf("a declined card ran %d times", f.ran.Load())
+	}
+}
+
+func TestKeyMisuse(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if _, err := f.ex.Do(ctx, request(key1, payload), f.act(created, nil)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.ex.Do(ctx, request(key1, other), f.act(created, nil))
+	var e *idem.Error
+	if !errors.Is(err, idem.ErrKeyMisuse) || !errors.As(err, &e) || e.Status != http.StatusUnprocessableEntity || r.Response.Body != nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if f.ran.Load() != 1 || f.metrics.Total(idem.CounterReserveKeyMisuse) != 1 {
+		t.Fatalf("ran %d, key_misuse %d", f.ran.Load(), f.metrics.Total(idem.CounterReserveKeyMisuse))
+	}
+}
+
+func TestStoreDownFailsClosed(t *testing.T) {
+	for _, mode := range []string{"load", "write", "after write"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, nil)
+			switch mode {
+			case "load":
+				f.store.failLoad.Store(true)
+			case "write":
+				f.store.failWrite.Store(true)
+			case "after write":
+				f.store.failAfterWrite.Store(true)
+			}
+			_, err := f.ex.Do(context.Background(), request(key1, payload), f.act(created, nil))
+			var e *idem.Error
+			if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || !errors.Is(err, errDown) {
+				t.Fatalf("%v", err)
+			}
+			if f.ran.Load() != 0 {
+				t.Fatal("the action ran while the store was failing")
+			}
+			if f.metrics.Total(idem.CounterStoreError) == 0 {
+				t.Fatal("store error not counted")
+			}
+			if mode == "after write" {
+				// The reservation did apply: the key is in progress, and after
+				// the lease it goes to the reconciler, never to a re-execution.
+				f.store.failAfterWrite.Store(false)
+				if st := f.status(t, request(key1, payload)); st != core.StatusInProgress {
+					t.Fatalf("ambiguous reserve left %v", st)
+				}
+			}
+		})
+	}
+}
+
+func TestNotExecutedFreesTheKey(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	cause := errors.New("validation failed")
+	_, err := f.ex.Do(ctx, request(key1, payload), f.act(idem.Response{}, idem.NotExecuted(cause)))
+	if !errors.Is(err, idem.ErrNotExecuted) || !errors.Is(err, cause) {
+		t.Fatalf("%v", err)
+	}
+	if st := f.status(t, request(key1, payload)); st != core.StatusFailedRetryable {
+		t.Fatalf("status %v", st)
+	}
+	r, err := f.ex.Do(ctx, request(key1, payload), f.act(created, nil))
+	if err != nil || r.Kind != idem.ResultExecuted || f.ran.Load() != 2 {
+		t.Fatalf("retry: %+v %v (ran %d)", r, err, f.ran.Load())
+	}
+	if f.metrics.Total(idem.CounterReserveFailedRetry) != 1 {
+		t.Fatal("failed_retry not counted")
+	}
+}
+
+func TestUncertainOutcomesAreUnknownNeverRerun(t *testing.T) {
+	cases := map[string]idem.Action{
+		"plain error": func(context.Context, idem.Attempt) (idem.Response, error) {
+			return idem.Response{}, errors.New("gateway timeout")
+		},
+		"panic": func(context.Context, idem.Attempt) (idem.Response, error) { panic("boom") },
+		"deadline": func(ctx context.Context, _ idem.Attempt) (idem.Response, error) {
+			return idem.Response{}, fmt.Errorf("charge: %w", context.DeadlineExceeded)
+		},
+	}
+	for name, action := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			ctx := context.Background()
+			_, err := f.ex.Do(ctx, request(key1, payload), action)
+			var e *idem.Error
+			if !errors.Is(err, idem.ErrOutcomeUnknown) || !errors.As(err, &e) || e.RetryAfter <= 0 {
+				t.Fatalf("%v", err)
+			}
+			if name == "panic" {
+				var p *idem.PanicError
+				if !errors.As(err, &p) || p.Value != "boom" || len(p.Stack) == 0 {
+					t.Fatalf("panic not reported: %v", err)
+				}
+			}
+			if st := f.status(t, request(key1, payload)); st != core.StatusUnknown {
+				t.Fatalf("status %v", st)
+			}
+			_, err = f.ex.Do(ctx, request(key1, payload), f.act(created, nil))
+			if !errors.Is(err, idem.ErrOutcomeUnknown) || f.ran.Load() != 0 {
+				t.Fatalf("retry of an unknown: %v (ran %d)", err, f.ran.Load())
+			}
+			if f.metrics.Total(idem.CounterReconcileScheduled) != 1 || f.metrics.Total(idem.CounterReserveUnknown) != 1 {
+				t.Fatal("unknown not counted")
+			}
+		})
+	}
+}
+
+func TestOutcomeRecordedAfterClientDisconnects(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := f.ex.Do(ctx, request(key1, payload), func(context.Context, idem.Attempt) (idem.Response, error) {
+		cancel() // the client hangs up after the charge went through
+		return created, nil
+	})
+	if err != nil || !r.Recorded {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if st := f.status(t, request(key1, payload)); st != core.StatusCompleted {
+		t.Fatalf("status %v: the outcome was lost with the client's context", st)
+	}
+}
+
+func TestInFlightWaitReplaysOrAnswersInProgress(t *testing.T) {
+	for _, accepted := range []bool{false, true} {
+		f := newFixture(t, func(p *idem.Policy) {
+			p.InFlightWait = 100 * time.Millisecond
+			if accepted {
+				p.InFlightAnswer = core.InFlightAccepted
+			}
+		})
+		ctx := context.Background()
+		release := make(chan struct{})
+		started := make(chan struct{})
+		go func() {
+			_, _ = f.ex.Do(ctx, request(key1, payload), func(context.Context, idem.Attempt) (idem.Response, error) {
+				close(started)
+				<-release
+				return created, nil
+			})
+		}()
+		<-started
+		// The first attempt outlasts the wait: InFlight, with a retry hint.
+		_, err := f.ex.Do(ctx, request(key1, payload), f.act(created, nil))
+		var e *idem.Error
+		if !errors.Is(err, idem.ErrInProgress) || !errors.As(err, &e) || e.RetryAfter != time.Second {
+			t.Fatalf("%v", err)
+		}
+		want := http.StatusConflict
+		if accepted {
+			want = http.StatusAccepted
+		}
+		if e.Status != want {
+			t.Fatalf("status %d, want %d", e.Status, want)
+		}
+		// The first attempt finishes during the wait: the waiter replays it.
+		go func() { time.Sleep(20 * time.Millisecond); close(release) }()
+		r, err := f.ex.Do(ctx, request(key1, payload), f.act(created, nil))
+		if err != nil || r.Kind != idem.ResultReplayed || f.ran.Load() != 0 {
+			t.Fatalf("waiter: %+v %v (ran %d)", r, err, f.ran.Load())
+		}
+	}
+}
+
+func TestHeartbeatKeepsALongActionsLease(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	p := idem.DefaultPolicy()
+	p.LeaseDuration = 150 * time.Millisecond
+	p.InFlightWait = 0
+	ex, err := idem.New(mem, idem.WithPolicy(p), idem.WithHeartbeatInterval(30*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweeper := idem.Sweeper{Store: mem, Policy: p}
+	ctx := context.Background()
+	r, err := ex.Do(ctx, request(key1, payload), func(ctx context.Context, a idem.Attempt) (idem.Response, error) {
+		for range 8 { // 400 ms, well past the 150 ms lease
+			time.Sleep(50 * time.Millisecond)
+			if _, err := sweeper.RunOnce(ctx); err != nil {
+				return idem.Response{}, err
+			}
+			snap, _ := mem.Load(ctx, request(key1, payload).Scope)
+			if snap.Record.Status != core.StatusInProgress {
+				return idem.Response{}, fmt.Errorf("lease lost while running: %s", snap.Record.Describe())
+			}
+		}
+		return created, nil
+	})
+	if err != nil || !r.Recorded {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestUnstorableResponseGoesToTheReconciler(t *testing.T) {
+	for name, resp := range map[string]idem.Response{
+		"header injection": {StatusCode: 201, Headers: []idem.Header{{Name: "X-A", Value: "a\r\nSet-Cookie: x"}}},
+		"bad header name":  {StatusCode: 201, Headers: []idem.Header{{Name: "X A", Value: "a"}}},
+		"too large":        {StatusCode: 201, Body: make([]byte, 2<<20)},
+		"no status":        {Body: []byte("x")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			_, err := f.ex.Do(context.Background(), request(key1, payload), f.act(resp, nil))
+			if !errors.Is(err, idem.ErrResponseInvalid) {
+				t.Fatalf("%v", err)
+			}
+			if st := f.status(t, request(key1, payload)); st != core.StatusUnknown {
+				t.Fatalf("status %v", st)
+			}
+		})
+	}
+}
+
+func TestCompleteInTheCallersTransaction(t *testing.T) {
+	f := newFixture(t, nil)
+	r, err := f.ex.Do(context.Background(), request(key1, payload), func(ctx context.Context, a idem.Attempt) (idem.Response, error) {
+		// Here a pgx user would pass a store bound to their transaction.
+		if err := a.CompleteIn(ctx, f.mem, created); err != nil {
+			return idem.Response{}, err
+		}
+		return created, nil
+	})
+	if err != nil || !r.Recorded || f.status(t, request(key1, payload)) != core.StatusCompleted {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	f := newFixture(t, nil)
+	cases := map[string]struct {
+		req  idem.Request
+		want error
+	}{
+		"empty key":         {request("", payload), idem.ErrInvalidKey},
+		"short key":         {request("short", payload), idem.ErrInvalidKey},
+		"long key":          {request(strings.Repeat("k", 256), payload), idem.ErrInvalidKey},
+		"control character": {request("0123456789abcdef\n", payload), idem.ErrInvalidKey},
+		"non-ASCII":         {request("0123456789abcdéf", payload), idem.ErrInvalidKey},
+		"no fingerprint":    {request(key1, idem.Fingerprint{}), idem.ErrInvalidRequest},
+		"no principal":      {idem.Request{Scope: idem.Scope{UseCase: "u", Key: key1}, Fingerprint: payload}, idem.ErrInvalidRequest},
+		"no use case":       {idem.Request{Scope: idem.Scope{Principal: "p", Key: key1}, Fingerprint: payload}, idem.ErrInvalidRequest},
+	}
+	for name, c := range cases {
+		_, err := f.ex.Do(context.Background(), c.req, f.act(created, nil))
+		var e *idem.Error
+		if !errors.Is(err, c.want) || !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if f.ran.Load() != 0 {
+		t.Fatal("an invalid request ran")
+	}
+	if _, err := idem.New(f.mem, idem.WithPolicy(idem.Policy{})); !errors.Is(err, core.ErrInvalidPolicy) {
+		t.Fatalf("zero policy accepted: %v", err)
+	}
+	if _, err := idem.New(nil); err == nil {
+		t.Fatal("nil store accepted")
+	}
+}
+
+func TestScopesAreIsolated(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	base := request(key1, payload)
+	variants := []idem.Request{base, base, base, base}
+	variants[1].Scope.Principal = "user-2"
+	variants[2].Scope.Tenant = "other"
+	variants[3].Scope.UseCase = "refunds.create"
+	for i, req := range variants {
+		resp := created
+		resp.Body = fmt.Appendf(nil, `{"n":%d}`, i)
+		r, err := f.ex.Do(ctx, req, f.act(resp, nil))
+		if err != nil || r.Kind != idem.ResultExecuted {
+			t.Fatalf("variant %d saw another scope's record: %+v %v", i, r, err)
+		}
+	}
+	if f.ran.Load() != 4 {
+		t.Fatalf("ran %d", f.ran.Load())
+	}
+}
+
+func TestMetricLabelsNeverHoldIdentities(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	req := request(key1, payload)
+	_, _ = f.ex.Do(ctx, req, f.act(created, nil))
+	_, _ = f.ex.Do(ctx, req, f.act(created, nil))
+	_, _ = f.ex.Do(ctx, request(key1, other), f.act(created, nil))
+	f.store.failLoad.Store(true)
+	_, _ = f.ex.Do(ctx, req, f.act(created, nil))
+	seen := 0
+	for _, c := range idem.Counters() {
+		for _, l := range f.metrics.Labels(c) {
+			seen++
+			for _, secret := range []string{req.Scope.Key, req.Scope.Principal, req.Scope.Tenant} {
+				if strings.Contains(l.UseCase, secret) || strings.Contains(l.Outcome, secret) {
+					t.Fatalf("%s has label %+v holding %q", c.Name(), l, secret)
+				}
+			}
+			if l.UseCase != "payments.create" {
+				t.Fatalf("%s: use case label %q", c.Name(), l.UseCase)
+			}
+		}
+	}
+	if seen < 4 {
+		t.Fatalf("only %d label sets recorded", seen)
+	}
+	names := map[string]bool{}
+	for _, c := range idem.Counters() {
+		if !strings.HasPrefix(c.Name(), "api.idempotency.") || !strings.HasSuffix(c.Name(), ".count") || names[c.Name()] {
+			t.Fatalf("counter name %q", c.Name())
+		}
+		names[c.Name()] = true
+	}
+	if len(names) != 12 {
+		t.Fatalf("%d counters, SPEC §7 has 12", len(names))
+	}
+}

@@ -1,0 +1,181 @@
+package idem
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/idemkit/idem/core"
+)
+
+// Counter is one of the counters of SPEC §7.
+type Counter uint8
+
+const (
+	CounterReserveCreated     Counter = iota // a new record was created and its action executes
+	CounterReserveReplay                     // a stored outcome was replayed
+	CounterReserveInProgress                 // another attempt held the key: the client must retry
+	CounterReserveKeyMisuse                  // the key is live with another fingerprint
+	CounterReserveFailedRetry                // a failed_retryable record executes again
+	CounterReserveUnknown                    // the key is unknown: the client waits for the reconciler
+	CounterStoreError                        // a store call failed (the request failed closed)
+	CounterZombieKey                         // an in_progress record was found past its lease
+	CounterTTLPruned                         // a settled record was expired or deleted after its TTL
+	CounterReconcileScheduled                // a record became unknown and awaits the reconciler
+	CounterReconcileResolved                 // the reconciler settled an unknown record
+	CounterReconcileFailed                   // the reconciler gave up on a record after its maximum attempts
+	counterCount
+)
+
+var counterNames = [counterCount]string{
+	"api.idempotency.reserve.created.count",
+	"api.idempotency.reserve.replay.count",
+	"api.idempotency.reserve.in_progress.count",
+	"api.idempotency.reserve.key_misuse.count",
+	"api.idempotency.reserve.failed_retry.count",
+	"api.idempotency.reserve.unknown.count",
+	"api.idempotency.store.error.count",
+	"api.idempotency.zombie_key.count",
+	"api.idempotency.ttl_pruned.count",
+	"api.idempotency.reconcile.scheduled.count",
+	"api.idempotency.reconcile.resolved.count",
+	"api.idempotency.reconcile.failed.count",
+}
+
+// Counters lists every counter, in a stable order.
+func Counters() []Counter {
+	cs := make([]Counter, counterCount)
+	for i := range cs {
+		cs[i] = Counter(i)
+	}
+	return cs
+}
+
+// Name is the counter's metric name, as in SPEC §7.
+func (c Counter) Name() string {
+	if c < counterCount {
+		return counterNames[c]
+	}
+	return fmt.Sprintf("counter(%d)", uint8(c))
+}
+
+func (c Counter) String() string { return c.Name() }
+
+// Labels are the only dimensions a counter has. Both come from small closed
+// sets: the use case is a name in the caller's code, the outcome a decision
+// or event name of the core. The key, principal and tenant are never labels:
+// they are unbounded and may be personal data.
+type Labels struct {
+	UseCase string
+	Outcome string
+}
+
+// Metrics receives counter increments. Implementations must be safe for
+// concurrent use and must not block.
+type Metrics interface {
+	Add(c Counter, l Labels, n uint64)
+}
+
+// NopMetrics discards everything; it is the default.
+type NopMetrics struct{}
+
+func (NopMetrics) Add(Counter, Labels, uint64) {}
+
+// MemMetrics keeps counts in memory: for tests, the simulator and small
+// deployments that export them by hand.
+type MemMetrics struct {
+	totals [counterCount]atomic.Uint64
+	mu     sync.Mutex
+	byLbl  map[labelled]uint64
+}
+
+type labelled struct {
+	c Counter
+	l Labels
+}
+
+// Add counts n for c and l.
+func (m *MemMetrics) Add(c Counter, l Labels, n uint64) {
+	if c >= counterCount {
+		return
+	}
+	m.totals[c].Add(n)
+	m.mu.Lock()
+	if m.byLbl == nil {
+		m.byLbl = map[labelled]uint64{}
+	}
+	m.byLbl[labelled{c, l}] += n
+	m.mu.Unlock()
+}
+
+// Total is the sum of c over every label.
+func (m *MemMetrics) Total(c Counter) uint64 {
+	if c >= counterCount {
+		return 0
+	}
+	return m.totals[c].Load()
+}
+
+// Count is c for exactly the labels l.
+func (m *MemMetrics) Count(c Counter, l Labels) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byLbl[labelled{c, l}]
+}
+
+// Labels lists every label set seen for c, sorted.
+func (m *MemMetrics) Labels(c Counter) []Labels {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ls []Labels
+	for k := range m.byLbl {
+		if k.c == c {
+			ls = append(ls, k.l)
+		}
+	}
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].UseCase != ls[j].UseCase {
+			return ls[i].UseCase < ls[j].UseCase
+		}
+		return ls[i].Outcome < ls[j].Outcome
+	})
+	return ls
+}
+
+// observe counts what one applied event did. Every path that applies events
+// (executor, sweeper, reconciler) calls it, so the counters mean the same
+// whoever caused the transition.
+func observe(m Metrics, ev core.EventKind, a *Applied) {
+	l := Labels{UseCase: a.Record.Scope.UseCase, Outcome: a.Result.Decision.Kind.String()}
+	add := func(c Counter) { m.Add(c, l, 1) }
+	before, after := a.Before, a.Record.Status
+	switch a.Result.Decision.Kind {
+	case core.DecisionExecute:
+		if before == core.StatusFailedRetryable {
+			add(CounterReserveFailedRetry)
+		} else {
+			add(CounterReserveCreated)
+		}
+	case core.DecisionReplay:
+		add(CounterReserveReplay)
+	case core.DecisionInFlight:
+		add(CounterReserveInProgress)
+	case core.DecisionMismatch:
+		add(CounterReserveKeyMisuse)
+	case core.DecisionReconciling:
+		add(CounterReserveUnknown)
+	case core.DecisionExpired:
+		add(CounterTTLPruned)
+	case core.DecisionResolved:
+		add(CounterReconcileResolved)
+	case core.DecisionAbandoned:
+		add(CounterReconcileFailed)
+	}
+	if before == core.StatusInProgress && after == core.StatusUnknown {
+		if ev != core.EventMarkUnknown {
+			add(CounterZombieKey)
+		}
+		add(CounterReconcileScheduled)
+	}
+}

@@ -1,0 +1,182 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+)
+
+// unknownKey leaves req's key unknown: its action timed out.
+func (f *fixture) unknownKey(t *testing.T, req idem.Request) {
+	t.Helper()
+	_, err := f.ex.Do(context.Background(), req, func(context.Context, idem.Attempt) (idem.Response, error) {
+		return idem.Response{}, context.DeadlineExceeded
+	})
+	if !errors.Is(err, idem.ErrOutcomeUnknown) {
+		t.Fatal(err)
+	}
+}
+
+func TestReconcilerSettlesUnknowns(t *testing.T) {
+	for _, c := range []struct {
+		finding idem.Finding
+		want    core.Status
+		reruns  bool
+	}{
+		{idem.Finding{Outcome: core.ResolveExecuted, Response: created}, core.StatusCompleted, false},
+		{idem.Finding{Outcome: core.ResolveNotExecuted}, core.StatusFailedRetryable, true},
+	} {
+		t.Run(c.finding.Outcome.String(), func(t *testing.T) {
+			f := newFixture(t, nil)
+			req := request(key1, payload)
+			f.unknownKey(t, req)
+			var checked []idem.Record
+			rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics, Check: func(_ context.Context, r idem.Record) (idem.Finding, error) {
+				checked = append(checked, r)
+				return c.finding, nil
+			}}
+			n, err := rec.RunOnce(context.Background())
+			if err != nil || n != 1 || len(checked) != 1 || checked[0].Scope != req.Scope {
+				t.Fatalf("settled %d, checked %d, %v", n, len(checked), err)
+			}
+			if st := f.status(t, req); st != c.want {
+				t.Fatalf("status %v", st)
+			}
+			r, err := f.ex.Do(context.Background(), req, f.act(created, nil))
+			if err != nil || !r.Response.Equal(created) || (f.ran.Load() == 1) != c.reruns {
+				t.Fatalf("after reconciling: %+v %v (ran %d)", r, err, f.ran.Load())
+			}
+			if f.metrics.Total(idem.CounterReconcileResolved) != 1 {
+				t.Fatal("reconcile.resolved not counted")
+			}
+		})
+	}
+}
+
+func TestReconcilerBacksOffThenGivesUp(t *testing.T) {
+	f := newFixture(t, func(p *idem.Policy) {
+		p.ReconcileBackoffBase = time.Second
+		p.ReconcileBackoffCap = 4 * time.Second
+		p.ReconcileAttemptsMax = 4
+	})
+	req := request(key1, payload)
+	f.unknownKey(t, req)
+	checks := 0
+	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics, Check: func(context.Context, idem.Record) (idem.Finding, error) {
+		checks++
+		if checks%2 == 0 {
+			return idem.Finding{}, errors.New("ledger unreachable") // counts as still unknown
+		}
+		return idem.Finding{Outcome: core.ResolveStillUnknown}, nil
+	}}
+	ctx := context.Background()
+	// Backoffs 1s, 2s, 4s (capped): the record is due only when they pass.
+	for i, wait := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second} {
+		if wait > 0 {
+			f.clock.Advance(wait - time.Millisecond)
+			if _, err := rec.RunOnce(ctx); err != nil || checks != i {
+				t.Fatalf("look %d came before its backoff (checks %d, %v)", i, checks, err)
+			}
+			f.clock.Advance(time.Millisecond)
+		}
+		if _, err := rec.RunOnce(ctx); err != nil || checks != i+1 {
+			t.Fatalf("look %d: checks %d, %v", i, checks, err)
+		}
+	}
+	f.clock.Advance(time.Hour)
+	if _, err := rec.RunOnce(ctx); err != nil || checks != 4 {
+		t.Fatalf("looked again after giving up: %d %v", checks, err)
+	}
+	if st := f.status(t, req); st != core.StatusUnknown {
+		t.Fatalf("status %v", st)
+	}
+	if f.metrics.Total(idem.CounterReconcileFailed) != 1 {
+		t.Fatal("reconcile.failed not counted")
+	}
+}
+
+func TestSweeperExpiresAndPrunes(t *testing.T) {
+	for _, mode := range []core.ExpiryMode{core.ExpirySoft, core.ExpiryHard} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t, func(p *idem.Policy) { p.Expiry = mode })
+			ctx := context.Background()
+			req := request(key1, payload)
+			if _, err := f.ex.Do(ctx, req, f.act(created, nil)); err != nil {
+				t.Fatal(err)
+			}
+			sw := idem.Sweeper{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics}
+			f.clock.Advance(f.ex.Policy().TTL - time.Second)
+			if n, err := sw.RunOnce(ctx); n != 0 || err != nil {
+				t.Fatalf("swept %d before the TTL: %v", n, err)
+			}
+			f.clock.Advance(time.Second)
+			if n, err := sw.RunOnce(ctx); n != 1 || err != nil {
+				t.Fatalf("swept %d at the TTL: %v", n, err)
+			}
+			want := core.StatusExpired
+			if mode == core.ExpiryHard {
+				want = core.StatusAbsent
+			}
+			if st := f.status(t, req); st != want {
+				t.Fatalf("status %v", st)
+			}
+			if f.metrics.Total(idem.CounterTTLPruned) != 1 {
+				t.Fatal("ttl_pruned not counted")
+			}
+			// The key is free again, even for another payload.
+			if r, err := f.ex.Do(ctx, request(key1, other), f.act(created, nil)); err != nil || r.Kind != idem.ResultExecuted {
+				t.Fatalf("after expiry: %+v %v", r, err)
+			}
+		})
+	}
+}
+
+func TestSweeperTurnsZombiesUnknown(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	req := request(key1, payload)
+	call, err := f.ex.Begin(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := idem.ApplyOver(ctx, f.store, ptr(f.ex.Policy()), nil, req.Scope, call.Next().Event)
+	call.Applied(a, err) // then the process dies
+	sw := idem.Sweeper{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics}
+	f.clock.Advance(f.ex.Policy().LeaseDuration)
+	if n, err := sw.RunOnce(ctx); n != 1 || err != nil {
+		t.Fatalf("%d %v", n, err)
+	}
+	if st := f.status(t, req); st != core.StatusUnknown {
+		t.Fatalf("status %v", st)
+	}
+	if f.metrics.Total(idem.CounterZombieKey) != 1 || f.metrics.Total(idem.CounterReconcileScheduled) != 1 {
+		t.Fatal("zombie not counted")
+	}
+	// TTL never touches an unknown record.
+	f.clock.Advance(10 * core.TTLCap)
+	if n, _ := sw.RunOnce(ctx); n != 0 || f.status(t, req) != core.StatusUnknown {
+		t.Fatal("an unknown record was swept")
+	}
+}
+
+func TestSweeperAndReconcilerReportStoreErrors(t *testing.T) {
+	f := newFixture(t, nil)
+	f.unknownKey(t, request(key1, payload))
+	f.store.failLoad.Store(true)
+	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Check: func(context.Context, idem.Record) (idem.Finding, error) {
+		return idem.Finding{Outcome: core.ResolveExecuted, Response: created}, nil
+	}}
+	var se *idem.StoreError
+	if _, err := rec.RunOnce(context.Background()); !errors.As(err, &se) {
+		t.Fatalf("%v", err)
+	}
+	if _, err := (&idem.Reconciler{Store: f.store, Policy: f.ex.Policy()}).RunOnce(context.Background()); err == nil {
+		t.Fatal("a reconciler without a check ran")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

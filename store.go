@@ -1,0 +1,136 @@
+package idem
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemkit/idem/core"
+)
+
+// The domain types live in core, which must not import this package; they
+// are named here too so that callers and drivers need only import idem.
+type (
+	Scope       = core.Scope
+	Record      = core.Record
+	Response    = core.Response
+	Header      = core.Header
+	Fingerprint = core.Fingerprint
+	Token       = core.Token
+	Policy      = core.Policy
+)
+
+// DefaultPolicy returns the defaults of SPEC §5.
+func DefaultPolicy() Policy { return core.DefaultPolicy() }
+
+// Snapshot is one read of a scope: its record, the store's clock, and a
+// fencing token nobody has been given for this scope before.
+type Snapshot struct {
+	// Record is the stored record, or Record{Scope: s} (status absent).
+	Record Record
+	// Now is the store's time at the read. All lifecycle times come from
+	// the store, so that servers with skewed clocks agree on leases and
+	// TTLs (a database driver returns the database's clock).
+	Now time.Time
+	// FreshToken is greater than every token the store has handed out for
+	// this scope, including to records since deleted. Reserve uses it if it
+	// creates an attempt; otherwise it is simply never used.
+	FreshToken Token
+}
+
+// DueKind says which records Due lists.
+type DueKind uint8
+
+const (
+	// DueSweep: in_progress records whose lease ended (LockedUntil <= now),
+	// and completed or failed_retryable records past ExpiresAt.
+	DueSweep DueKind = iota + 1
+	// DueReconcile: unknown records with a non-zero ReconcileAfter <= now.
+	DueReconcile
+)
+
+func (k DueKind) String() string {
+	switch k {
+	case DueSweep:
+		return "sweep"
+	case DueReconcile:
+		return "reconcile"
+	}
+	return "due(?)"
+}
+
+// Store is what a driver provides so that the core can run over it. A driver
+// keeps no lifecycle logic: it loads, and it writes what core.Step decided,
+// under a precondition. Every method must be safe for concurrent use, and
+// each must be atomic and linearizable on its own: it takes effect entirely
+// at one instant between its call and its return, or not at all.
+//
+// Errors: ErrConflict (possibly wrapped) means the precondition did not hold
+// and nothing was written. Any other error means the store could not answer;
+// for a write it may or may not have been applied (an ambiguous commit), and
+// callers treat it so: they never act on the decision, and load again.
+//
+// Records handed to and returned by a Store are values: a driver must not
+// keep references into a caller's record (copy the Response's slices), and a
+// caller must not modify the slices of a record it got from the store.
+type Store interface {
+	// Load reads the record of scope with the store's time and a fresh
+	// token (see Snapshot). A missing record is not an error.
+	Load(ctx context.Context, scope Scope) (Snapshot, error)
+	// Insert stores rec if its scope has no record, else returns ErrConflict.
+	Insert(ctx context.Context, rec *Record) error
+	// CompareAndSet replaces the record of rec.Scope by rec if the stored one
+	// has exactly expectVersion and expectToken, else returns ErrConflict
+	// (also when there is no record). Version and token together: versions
+	// restart when a pruned key is reused, tokens never repeat.
+	CompareAndSet(ctx context.Context, rec *Record, expectVersion uint64, expectToken Token) error
+	// Delete removes the record of scope if it has exactly expectVersion and
+	// expectToken, else returns ErrConflict (also when there is none). The
+	// scope's token history survives: later FreshTokens stay greater.
+	Delete(ctx context.Context, scope Scope, expectVersion uint64, expectToken Token) error
+	// Due lists at most limit records due for kind at the store's time, most
+	// overdue first. The list is a hint: the caller loads and steps each
+	// record again, so a record that changed since is handled correctly.
+	Due(ctx context.Context, kind DueKind, limit int) ([]Record, error)
+	// Wait blocks until the record of scope no longer has version and token
+	// (it was written or deleted), or ctx is done (then it returns ctx.Err()).
+	// It may return early, spuriously; callers load again either way. A store
+	// without change notification may poll (see PollWait).
+	Wait(ctx context.Context, scope Scope, version uint64, token Token) error
+}
+
+// Applier is an optional fast path for a Store that can load, step and write
+// under one lock, so that no compare-and-set can be lost to a race. Apply
+// must behave exactly as ApplyOver's load-step-write loop: take Now and, for
+// Reserve, Token from the store, call core.Step, and write its result.
+type Applier interface {
+	Apply(ctx context.Context, scope Scope, ev core.Event, p *Policy) (Applied, error)
+}
+
+// Applied is the outcome of applying one event to one scope.
+type Applied struct {
+	Before core.Status // the record's status before the event
+	Record Record      // the record after the event (what the store now holds)
+	Result core.Result // the core's decision and the write that was made
+	Now    time.Time   // the store's time the event was applied at
+}
+
+// PollWait is a Wait for stores that cannot notify: it loads every interval
+// until the record changed or ctx is done.
+func PollWait(ctx context.Context, s Store, scope Scope, version uint64, token Token, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		snap, err := s.Load(ctx, scope)
+		if err != nil {
+			return err
+		}
+		if snap.Record.Version != version || snap.Record.Token != token {
+			return nil
+		}
+	}
+}

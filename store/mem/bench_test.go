@@ -1,0 +1,202 @@
+package memstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// seedStore is a Go port of the seed document's InMemoryIdempotencyStore:
+// one mutex, one map, Reserve and Complete only (no fencing, no leases, no
+// TTL, no unknown). It is the baseline the memory store is measured against.
+type seedStore struct {
+	mu      sync.Mutex
+	entries map[string]*seedEntry
+}
+
+type seedEntry struct {
+	fingerprint string
+	completed   bool
+	response    *seedResponse
+}
+
+type seedResponse struct {
+	statusCode int
+	body       string
+}
+
+type seedDecision int
+
+const (
+	seedExecute seedDecision = iota
+	seedReplay
+	seedInProgress
+	seedKeyMisuse
+)
+
+func (s *seedStore) Reserve(key, fingerprint string) (seedDecision, *seedResponse) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok {
+		s.entries[key] = &seedEntry{fingerprint: fingerprint}
+		return seedExecute, nil
+	}
+	if e.fingerprint != fingerprint {
+		return seedKeyMisuse, nil
+	}
+	if !e.completed {
+		return seedInProgress, nil
+	}
+	return seedReplay, e.response
+}
+
+func (s *seedStore) Complete(key string, r *seedResponse) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[key]
+	e.completed = true
+	e.response = r
+}
+
+// keys are generated up front so that neither side pays for formatting.
+func benchKeys(n int) []string {
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = "550e8400-e29b-41d4-" + strconv.FormatInt(int64(1<<40+i), 16)
+	}
+	return ks
+}
+
+const benchKeyCount = 1 << 16
+
+// BenchmarkReserveComplete measures one Reserve plus one Complete of a new
+// key: the seed's store against the memory store doing the whole lifecycle
+// (store clock, fresh token, lease, fencing, TTL, versions) through the core.
+// Keys cycle through a fixed set of benchKeyCount; both stores start afresh
+// each time the set comes round, so both hold the same number of records.
+func BenchmarkReserveComplete(b *testing.B) {
+	keys := benchKeys(benchKeyCount)
+	fpHex := fp.String()
+	seedResp := &seedResponse{statusCode: 201, body: `{"paymentId":"p-1"}`}
+	resp := response(1)
+
+	b.Run("seed", func(b *testing.B) {
+		s := &seedStore{entries: map[string]*seedEntry{}}
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			k := keys[i&(benchKeyCount-1)]
+			if i++; i&(benchKeyCount-1) == 0 {
+				s = &seedStore{entries: map[string]*seedEntry{}}
+			}
+			if d, _ := s.Reserve(k, fpHex); d != seedExecute {
+				b.Fatal(d)
+			}
+			s.Complete(k, seedResp)
+		}
+	})
+	for _, variant := range []struct {
+		name string
+		wrap func(*memstore.Store) idem.Store
+	}{{"memstore", func(m *memstore.Store) idem.Store { return m }}, {"memstore-cas", func(m *memstore.Store) idem.Store { return casOnly{m} }}} {
+		b.Run(variant.name, func(b *testing.B) {
+			s := variant.wrap(memstore.New(memstore.Options{}))
+			p := idem.DefaultPolicy()
+			ctx := context.Background()
+			scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				scope.Key = keys[i&(benchKeyCount-1)]
+				if i++; i&(benchKeyCount-1) == 0 {
+					s = variant.wrap(memstore.New(memstore.Options{}))
+				}
+				lifecycle(b, ctx, s, &p, scope, resp)
+			}
+		})
+	}
+}
+
+func lifecycle(b *testing.B, ctx context.Context, s idem.Store, p *idem.Policy, scope idem.Scope, resp idem.Response) {
+	a, err := idem.ApplyOver(ctx, s, p, nil, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp})
+	if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
+		b.Fatal(a.Result.Decision.Kind, err)
+	}
+	c, err := idem.ApplyOver(ctx, s, p, nil, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp})
+	if err != nil || c.Result.Decision.Kind != core.DecisionCompleted {
+		b.Fatal(c.Result.Decision.Kind, err)
+	}
+}
+
+// BenchmarkReserveCompleteParallel is the same with RunParallel: every
+// goroutine takes keys from a shared counter. A key that comes round again
+// finds its old record, so each side deletes it first (the seed's map delete,
+// the memory store's hard-expiry Sweep) to keep the work comparable.
+func BenchmarkReserveCompleteParallel(b *testing.B) {
+	keys := benchKeys(benchKeyCount)
+	fpHex := fp.String()
+	seedResp := &seedResponse{statusCode: 201, body: `{"paymentId":"p-1"}`}
+	resp := response(1)
+
+	b.Run("seed", func(b *testing.B) {
+		s := &seedStore{entries: map[string]*seedEntry{}}
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := next.Add(1) - 1
+				k := keys[i&(benchKeyCount-1)]
+				if i >= benchKeyCount {
+					s.mu.Lock()
+					delete(s.entries, k)
+					s.mu.Unlock()
+				}
+				if d, _ := s.Reserve(k, fpHex); d != seedExecute {
+					continue // a wrapped-around key still held by a slower goroutine
+				}
+				s.Complete(k, seedResp)
+			}
+		})
+	})
+	b.Run("memstore", func(b *testing.B) {
+		// The store's clock runs a TTL ahead after the first round, so that
+		// the Sweep of a key coming round deletes its record.
+		var rounds atomic.Int64
+		base := time.Now()
+		m := memstore.New(memstore.Options{Clock: func() time.Time { return base.Add(time.Duration(rounds.Load()) * 25 * time.Hour) }})
+		p := idem.DefaultPolicy()
+		hard := p
+		hard.Expiry = core.ExpiryHard
+		ctx := context.Background()
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
+			for pb.Next() {
+				i := next.Add(1) - 1
+				scope.Key = keys[i&(benchKeyCount-1)]
+				if i&(benchKeyCount-1) == 0 {
+					rounds.Store(i / benchKeyCount)
+				}
+				if i >= benchKeyCount {
+					_, _ = idem.ApplyOver(ctx, m, &hard, nil, scope, core.Event{Kind: core.EventSweep})
+				}
+				a, err := idem.ApplyOver(ctx, m, &p, nil, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp})
+				if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
+					continue
+				}
+				if _, err := idem.ApplyOver(ctx, m, &p, nil, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,456 @@
+package memstore_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/fakeclock"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// casOnly hides the Applier fast path, so that the executor goes through
+// Load and compare-and-set like it would over any driver.
+type casOnly struct{ idem.Store }
+
+func scopeN(i int) idem.Scope {
+	return idem.Scope{Tenant: "t", Principal: "p", UseCase: "payments.create", Key: fmt.Sprintf("key-%04d-0123456789abcdef", i)}
+}
+
+var fp = idem.Fingerprint(sha256.Sum256([]byte("payload")))
+
+func response(i int) idem.Response {
+	return idem.Response{StatusCode: 201, Body: fmt.Appendf(nil, `{"paymentId":"p-%d"}`, i), SchemaVersion: 1}
+}
+
+// stores runs f over the memory store with and without its fast path.
+func stores(t *testing.T, o memstore.Options, f func(t *testing.T, s idem.Store, m *memstore.Store)) {
+	t.Run("apply", func(t *testing.T) { m := memstore.New(o); f(t, m, m) })
+	t.Run("compare-and-set", func(t *testing.T) { m := memstore.New(o); f(t, casOnly{m}, m) })
+}
+
+func TestRacingRequestsExecuteOnce(t *testing.T) {
+	// hold is how long the one execution takes; with the default 200 ms
+	// in-flight wait the others wait and replay, with a 10 ms wait they give
+	// up with InFlight.
+	for _, mode := range []struct {
+		name string
+		wait time.Duration
+		hold time.Duration
+	}{{"waiters replay", 200 * time.Millisecond, 50 * time.Millisecond}, {"waiters give up", 10 * time.Millisecond, 300 * time.Millisecond}} {
+		t.Run(mode.name, func(t *testing.T) {
+			stores(t, memstore.Options{}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+				p := idem.DefaultPolicy()
+				p.InFlightWait = mode.wait
+				executed, replayed, inFlight := race32(t, s, p, mode.hold)
+				if mode.wait > mode.hold && replayed == 0 || mode.wait < mode.hold && inFlight == 0 {
+					t.Errorf("replayed=%d in_flight=%d: the mode did not happen", replayed, inFlight)
+				}
+				t.Logf("executed=%d replayed=%d in_flight=%d", executed, replayed, inFlight)
+			})
+		})
+	}
+}
+
+// race32 sends 32 requests for one scope at once and checks that exactly
+// one executes and every other is a replay of its response or InFlight.
+func race32(t *testing.T, s idem.Store, p idem.Policy, hold time.Duration) (executed, replayed, inFlight int) {
+	ex, err := idem.New(s, idem.WithPolicy(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var executions atomic.Int32
+	action := func(ctx context.Context, a idem.Attempt) (idem.Response, error) {
+		executions.Add(1)
+		time.Sleep(hold)
+		return response(1), nil
+	}
+	const callers = 32
+	type answer struct {
+		r   idem.Result
+		err error
+	}
+	answers := make(chan answer, callers)
+	var start sync.WaitGroup
+	start.Add(1)
+	for range callers {
+		go func() {
+			start.Wait()
+			r, err := ex.Do(context.Background(), idem.Request{Scope: scopeN(0), Fingerprint: fp}, action)
+			answers <- answer{r, err}
+		}()
+	}
+	start.Done()
+	for range callers {
+		a := <-answers
+		switch {
+		case a.err == nil && a.r.Kind == idem.ResultExecuted:
+			executed++
+		case a.err == nil && a.r.Kind == idem.ResultReplayed:
+			replayed++
+			if !a.r.Response.Equal(response(1)) {
+				t.Errorf("replayed %s", a.r.Response.Describe())
+			}
+		case errors.Is(a.err, idem.ErrInProgress):
+			inFlight++
+		default:
+			t.Errorf("unexpected answer %+v, %v", a.r, a.err)
+		}
+	}
+	if executed != 1 || executions.Load() != 1 {
+		t.Fatalf("executed %d answers, %d actions; want exactly 1", executed, executions.Load())
+	}
+	return executed, replayed, inFlight
+}
+
+func TestRacingCompletionsStoreOneResponse(t *testing.T) {
+	stores(t, memstore.Options{}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+		p := idem.DefaultPolicy()
+		ctx := context.Background()
+		a, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+		if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
+			t.Fatalf("reserve: %v %v", a.Result.Decision.Kind, err)
+		}
+		token := a.Result.Decision.Token
+		const racers = 32
+		decisions := make([]core.DecisionKind, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventComplete, Token: token, Response: response(i % 4)})
+				if err != nil {
+					t.Error(err)
+				}
+				decisions[i] = got.Result.Decision.Kind
+			}()
+		}
+		wg.Wait()
+		snap, err := s.Load(ctx, scopeN(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		completed := 0
+		for i, d := range decisions {
+			switch d {
+			case core.DecisionCompleted:
+				completed++
+				if !snap.Record.Response.Equal(response(i % 4)) {
+					t.Errorf("winner %d's response is not the one stored: %s", i, snap.Record.Response.Describe())
+				}
+			case core.DecisionAcknowledged:
+				if !snap.Record.Response.Equal(response(i % 4)) {
+					t.Errorf("racer %d acknowledged although its response differs", i)
+				}
+			case core.DecisionConflict:
+				if snap.Record.Response.Equal(response(i % 4)) {
+					t.Errorf("racer %d refused although its response is the stored one", i)
+				}
+			default:
+				t.Errorf("racer %d: %v", i, d)
+			}
+		}
+		if completed != 1 || snap.Record.Status != core.StatusCompleted {
+			t.Fatalf("%d completions, record %s", completed, snap.Record.Describe())
+		}
+	})
+}
+
+func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
+	clock := fakeclock.New()
+	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+		p := idem.DefaultPolicy()
+		ctx := context.Background()
+		apply := func(ev core.Event) idem.Applied {
+			t.Helper()
+			a, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		old := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp}).Result.Decision.Token
+		clock.Advance(p.LeaseDuration)
+		if d := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp}).Result.Decision.Kind; d != core.DecisionReconciling {
+			t.Fatalf("after the lease: %v, want reconciling", d)
+		}
+		apply(core.Event{Kind: core.EventResolve, Token: old, Outcome: core.ResolveNotExecuted})
+		fresh := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp})
+		if fresh.Result.Decision.Kind != core.DecisionExecute || fresh.Result.Decision.Token <= old {
+			t.Fatalf("re-execution after the reconciler: %v token %d (old %d)", fresh.Result.Decision.Kind, fresh.Result.Decision.Token, old)
+		}
+		want := fresh.Record.Describe()
+		for _, ev := range []core.Event{
+			{Kind: core.EventComplete, Token: old, Response: response(9)},
+			{Kind: core.EventFail, Token: old},
+			{Kind: core.EventMarkUnknown, Token: old},
+			{Kind: core.EventHeartbeat, Token: old},
+			{Kind: core.EventResolve, Token: old, Outcome: core.ResolveExecuted, Response: response(9)},
+		} {
+			a := apply(ev)
+			if a.Result.Write.Kind != core.WriteNone {
+				t.Errorf("old token's %v wrote %v", ev.Kind, a.Result.Write.Kind)
+			}
+			snap, _ := s.Load(ctx, scopeN(0))
+			if got := snap.Record.Describe(); got != want {
+				t.Fatalf("old token's %v changed the record:\n was %s\n now %s", ev.Kind, want, got)
+			}
+		}
+	})
+}
+
+func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
+	clock := fakeclock.New()
+	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+		p := idem.DefaultPolicy()
+		p.InFlightWait = 0
+		ex, err := idem.New(s, idem.WithPolicy(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		req := idem.Request{Scope: scopeN(0), Fingerprint: fp}
+		// The "crash": a host that reserved and never reported back.
+		call, err := ex.Begin(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eff := call.Next()
+		a, err := idem.ApplyOver(ctx, s, &p, nil, req.Scope, eff.Event)
+		call.Applied(a, err)
+		if call.Next().Kind != idem.EffectRun {
+			t.Fatalf("first call did not get to run: %v", call.Next().Kind)
+		}
+		var executions atomic.Int32
+		action := func(context.Context, idem.Attempt) (idem.Response, error) {
+			executions.Add(1)
+			return response(2), nil
+		}
+		status := func() core.Status {
+			snap, _ := s.Load(ctx, req.Scope)
+			return snap.Record.Status
+		}
+		if _, err := ex.Do(ctx, req, action); !errors.Is(err, idem.ErrInProgress) || status() != core.StatusInProgress {
+			t.Fatalf("within the lease: %v, %v", err, status())
+		}
+		clock.Advance(p.LeaseDuration)
+		sweeper := idem.Sweeper{Store: s, Policy: p}
+		if n, err := sweeper.RunOnce(ctx); n != 1 || err != nil || status() != core.StatusUnknown {
+			t.Fatalf("sweep: %d %v %v", n, err, status())
+		}
+		if _, err := ex.Do(ctx, req, action); !errors.Is(err, idem.ErrOutcomeUnknown) {
+			t.Fatalf("after the lease: %v", err)
+		}
+		reconciler := idem.Reconciler{Store: s, Policy: p, Check: func(ctx context.Context, r idem.Record) (idem.Finding, error) {
+			return idem.Finding{Outcome: core.ResolveExecuted, Response: response(1)}, nil
+		}}
+		if n, err := reconciler.RunOnce(ctx); n != 1 || err != nil {
+			t.Fatalf("reconcile: %d %v", n, err)
+		}
+		r, err := ex.Do(ctx, req, action)
+		if err != nil || r.Kind != idem.ResultReplayed || !r.Response.Equal(response(1)) {
+			t.Fatalf("after reconciling: %+v %v", r, err)
+		}
+		if executions.Load() != 0 {
+			t.Fatalf("the action re-executed %d times", executions.Load())
+		}
+	})
+}
+
+func TestTokensNeverRepeatAfterDelete(t *testing.T) {
+	stores(t, memstore.Options{}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+		p := idem.DefaultPolicy()
+		p.Fail = core.FailEvict
+		ctx := context.Background()
+		var last core.Token
+		for i := range 20 {
+			a, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+			if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
+				t.Fatalf("round %d: %v %v", i, a.Result.Decision.Kind, err)
+			}
+			if tok := a.Result.Decision.Token; tok <= last {
+				t.Fatalf("round %d: token %d after %d", i, tok, last)
+			}
+			last = a.Result.Decision.Token
+			f, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventFail, Token: last})
+			if err != nil || f.Result.Write.Kind != core.WriteDelete {
+				t.Fatalf("round %d: fail did not delete: %v %v", i, f.Result.Write.Kind, err)
+			}
+		}
+	})
+}
+
+func TestBoundedStoreRefusesAndNeverEvicts(t *testing.T) {
+	stores(t, memstore.Options{RecordsMax: 3}, func(t *testing.T, s idem.Store, m *memstore.Store) {
+		ex, err := idem.New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := 0
+		action := func(context.Context, idem.Attempt) (idem.Response, error) { ran++; return response(0), nil }
+		for i := range 3 {
+			if _, err := ex.Do(context.Background(), idem.Request{Scope: scopeN(i), Fingerprint: fp}, action); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = ex.Do(context.Background(), idem.Request{Scope: scopeN(3), Fingerprint: fp}, action)
+		if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.Is(err, idem.ErrStoreFull) || ran != 3 {
+			t.Fatalf("fourth record: %v (ran %d)", err, ran)
+		}
+		for i := range 3 {
+			r, err := ex.Do(context.Background(), idem.Request{Scope: scopeN(i), Fingerprint: fp}, action)
+			if err != nil || r.Kind != idem.ResultReplayed {
+				t.Fatalf("record %d was lost: %+v %v", i, r, err)
+			}
+		}
+		if m.Len() != 3 {
+			t.Fatalf("%d records", m.Len())
+		}
+	})
+}
+
+func TestWaitWakesOnChangeWithoutPolling(t *testing.T) {
+	m := memstore.New(memstore.Options{})
+	p := idem.DefaultPolicy()
+	ctx := context.Background()
+	a, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing changes: Wait blocks until its context ends.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := m.Wait(short, scopeN(0), a.Record.Version, a.Record.Token); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on an unchanged record returned %v", err)
+	}
+	// A stale version returns at once.
+	if err := m.Wait(ctx, scopeN(0), a.Record.Version-1, a.Record.Token); err != nil {
+		t.Fatal(err)
+	}
+	// A write wakes every waiter.
+	woken := make(chan error, 3)
+	for range 3 {
+		go func() { woken <- m.Wait(ctx, scopeN(0), a.Record.Version, a.Record.Token) }()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventComplete, Token: a.Record.Token, Response: response(1)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case err := <-woken:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter was not woken by the write")
+		}
+	}
+}
+
+func TestStoredResponseIsACopy(t *testing.T) {
+	m := memstore.New(memstore.Options{})
+	p := idem.DefaultPolicy()
+	ctx := context.Background()
+	a, _ := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+	resp := response(1)
+	if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventComplete, Token: a.Record.Token, Response: resp}); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body[0] = 'X' // the caller reuses its buffer
+	snap, _ := m.Load(ctx, scopeN(0))
+	if !snap.Record.Response.Equal(response(1)) {
+		t.Fatalf("the stored response changed with the caller's buffer: %s", snap.Record.Response.Describe())
+	}
+}
+
+func TestDueListsInOrderAndBounded(t *testing.T) {
+	clock := fakeclock.New()
+	m := memstore.New(memstore.Options{Clock: clock.Now})
+	p := idem.DefaultPolicy()
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(i), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	if due, _ := m.Due(ctx, idem.DueSweep, 10); len(due) != 0 {
+		t.Fatalf("%d due within the lease", len(due))
+	}
+	clock.Advance(p.LeaseDuration)
+	due, err := m.Due(ctx, idem.DueSweep, 3)
+	if err != nil || len(due) != 3 {
+		t.Fatalf("due: %d %v", len(due), err)
+	}
+	for i, r := range due {
+		if r.Scope != scopeN(i) {
+			t.Fatalf("due[%d] is %v: not most overdue first", i, r.Scope)
+		}
+	}
+	if rec, _ := m.Due(ctx, idem.DueReconcile, 10); len(rec) != 0 {
+		t.Fatalf("%d due for reconciling before any is unknown", len(rec))
+	}
+}
+
+func TestCancelledContextIsAnError(t *testing.T) {
+	m := memstore.New(memstore.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Load(ctx, scopeN(0)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("load: %v", err)
+	}
+	rec := core.Record{Scope: scopeN(0)}
+	if err := m.Insert(ctx, &rec); !errors.Is(err, context.Canceled) {
+		t.Fatalf("insert: %v", err)
+	}
+}
+
+func TestScopesSharingAKeyAreUnrelated(t *testing.T) {
+	m := memstore.New(memstore.Options{})
+	p := idem.DefaultPolicy()
+	p.Fail = core.FailEvict
+	ctx := context.Background()
+	scopes := []idem.Scope{scopeN(0), scopeN(0), scopeN(0), scopeN(0)}
+	scopes[1].Principal = "other"
+	scopes[2].Tenant = ""
+	scopes[3].UseCase = "refunds.create"
+	tokens := make([]core.Token, len(scopes))
+	for i, s := range scopes {
+		a, err := idem.ApplyOver(ctx, m, &p, nil, s, core.Event{Kind: core.EventReserve, Fingerprint: fp})
+		if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
+			t.Fatalf("scope %d: %v %v", i, a.Result.Decision.Kind, err)
+		}
+		tokens[i] = a.Result.Decision.Token
+	}
+	// Remove the middle and the head of the chain; the others stand.
+	for _, i := range []int{1, 3} {
+		if a, err := idem.ApplyOver(ctx, m, &p, nil, scopes[i], core.Event{Kind: core.EventFail, Token: tokens[i]}); err != nil || a.Result.Write.Kind != core.WriteDelete {
+			t.Fatalf("evict %d: %v", i, err)
+		}
+	}
+	for i, s := range scopes {
+		snap, err := m.Load(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := core.StatusInProgress
+		if i == 1 || i == 3 {
+			want = core.StatusAbsent
+		}
+		if snap.Record.Status != want || (want == core.StatusInProgress && snap.Record.Token != tokens[i]) {
+			t.Fatalf("scope %d: %s", i, snap.Record.Describe())
+		}
+	}
+	if m.Len() != 2 {
+		t.Fatalf("%d records", m.Len())
+	}
+}
