@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -136,10 +135,10 @@ func lifecycle(b *testing.B, ctx context.Context, s idem.Store, p *idem.Policy, 
 	}
 }
 
-// BenchmarkReserveCompleteParallel is the same with RunParallel: every
-// goroutine takes keys from a shared counter. A key that comes round again
-// finds its old record, so each side deletes it first (the seed's map delete,
-// the memory store's hard-expiry Sweep) to keep the work comparable.
+// BenchmarkReserveCompleteParallel is the same with RunParallel: the
+// goroutines share one store and take keys from a shared counter; whoever
+// takes the first key of a round swaps in a fresh store. A goroutine that
+// raced the swap may meet its key already taken and skips it, on both sides.
 func BenchmarkReserveCompleteParallel(b *testing.B) {
 	keys := benchKeys(benchKeyCount)
 	fpHex := fp.String()
@@ -147,48 +146,39 @@ func BenchmarkReserveCompleteParallel(b *testing.B) {
 	resp := response(1)
 
 	b.Run("seed", func(b *testing.B) {
-		s := &seedStore{entries: map[string]*seedEntry{}}
+		var store atomic.Pointer[seedStore]
+		store.Store(&seedStore{entries: map[string]*seedEntry{}})
 		var next atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				i := next.Add(1) - 1
-				k := keys[i&(benchKeyCount-1)]
-				if i >= benchKeyCount {
-					s.mu.Lock()
-					delete(s.entries, k)
-					s.mu.Unlock()
+				i := next.Add(1)
+				if i&(benchKeyCount-1) == 0 {
+					store.Store(&seedStore{entries: map[string]*seedEntry{}})
 				}
-				if d, _ := s.Reserve(k, fpHex); d != seedExecute {
-					continue // a wrapped-around key still held by a slower goroutine
+				s, k := store.Load(), keys[i&(benchKeyCount-1)]
+				if d, _ := s.Reserve(k, fpHex); d == seedExecute {
+					s.Complete(k, seedResp)
 				}
-				s.Complete(k, seedResp)
 			}
 		})
 	})
 	b.Run("memstore", func(b *testing.B) {
-		// The store's clock runs a TTL ahead after the first round, so that
-		// the Sweep of a key coming round deletes its record.
-		var rounds atomic.Int64
-		base := time.Now()
-		m := memstore.New(memstore.Options{Clock: func() time.Time { return base.Add(time.Duration(rounds.Load()) * 25 * time.Hour) }})
+		var store atomic.Pointer[memstore.Store]
+		store.Store(memstore.New(memstore.Options{}))
 		p := idem.DefaultPolicy()
-		hard := p
-		hard.Expiry = core.ExpiryHard
 		ctx := context.Background()
 		var next atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
 			for pb.Next() {
-				i := next.Add(1) - 1
-				scope.Key = keys[i&(benchKeyCount-1)]
+				i := next.Add(1)
 				if i&(benchKeyCount-1) == 0 {
-					rounds.Store(i / benchKeyCount)
+					store.Store(memstore.New(memstore.Options{}))
 				}
-				if i >= benchKeyCount {
-					_, _ = idem.ApplyOver(ctx, m, &hard, nil, scope, core.Event{Kind: core.EventSweep})
-				}
+				m := store.Load()
+				scope.Key = keys[i&(benchKeyCount-1)]
 				a, err := idem.ApplyOver(ctx, m, &p, nil, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp})
 				if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 					continue

@@ -1,0 +1,38 @@
+package memstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+func BenchmarkApplyReplay(b *testing.B) {
+	m := memstore.New(memstore.Options{})
+	p := idem.DefaultPolicy()
+	ctx := context.Background()
+	sc := scopeN(0)
+	lifecycle(b, ctx, m, &p, sc, response(1))
+	ev := core.Event{Kind: core.EventReserve, Fingerprint: fp}
+	b.ReportAllocs()
+	for b.Loop() {
+		a, _ := m.Apply(ctx, sc, ev, &p)
+		if a.Result.Decision.Kind != core.DecisionReplay {
+			b.Fatal()
+		}
+	}
+}
+
+func BenchmarkLoad(b *testing.B) {
+	m := memstore.New(memstore.Options{})
+	p := idem.DefaultPolicy()
+	ctx := context.Background()
+	sc := scopeN(0)
+	lifecycle(b, ctx, m, &p, sc, response(1))
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Load(ctx, sc)
+	}
+}
