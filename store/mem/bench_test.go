@@ -99,7 +99,10 @@ func BenchmarkReserveComplete(b *testing.B) {
 			if d, _ := s.Reserve(k, fpHex); d != seedExecute {
 				b.Fatal(d)
 			}
-			s.Complete(k, seedResp)
+			// Each request builds its own response, which the seed stores by
+			// reference (the memory store copies the caller's).
+			r := *seedResp
+			s.Complete(k, &r)
 		}
 	})
 	for _, variant := range []struct {
@@ -158,7 +161,8 @@ func BenchmarkReserveCompleteParallel(b *testing.B) {
 				}
 				s, k := store.Load(), keys[i&(benchKeyCount-1)]
 				if d, _ := s.Reserve(k, fpHex); d == seedExecute {
-					s.Complete(k, seedResp)
+					r := *seedResp
+					s.Complete(k, &r)
 				}
 			}
 		})

@@ -49,6 +49,10 @@ type shard struct {
 	// tokens only grows: every Load hands out the next one, so a token is
 	// never repeated for any scope of the shard, deleted records included.
 	tokens uint64
+	// free holds slots of deleted records and the rest of the last chunk:
+	// slots are allocated slotsPerChunk at a time, which saves the
+	// allocator and the garbage collector most of their work per record.
+	free []*slot
 	_      [64]byte // keep neighbouring shards' locks off one cache line
 }
 
@@ -153,11 +157,27 @@ func (sl *slot) wake() {
 	}
 }
 
+const slotsPerChunk = 32
+
 // put adds rec, whose scope has no record. Called with sh.mu held.
 func (sh *shard) put(rec *core.Record) {
-	sl := &slot{next: sh.records[rec.Scope.Key]}
+	if len(sh.free) == 0 {
+		chunk := make([]slot, slotsPerChunk)
+		for i := range chunk {
+			sh.free = append(sh.free, &chunk[i])
+		}
+	}
+	sl := sh.free[len(sh.free)-1]
+	sh.free = sh.free[:len(sh.free)-1]
+	sl.next = sh.records[rec.Scope.Key]
 	sl.rec.set(rec, true)
 	sh.records[rec.Scope.Key] = sl
+}
+
+// release returns a dropped slot for reuse, keeping no references alive.
+func (sh *shard) release(sl *slot) {
+	*sl = slot{}
+	sh.free = append(sh.free, sl)
 }
 
 // drop removes the record of scope, which exists, and wakes its waiters.
@@ -171,12 +191,14 @@ func (sh *shard) drop(scope *core.Scope) {
 		} else {
 			sh.records[scope.Key] = head.next
 		}
+		sh.release(head)
 		return
 	}
 	for prev := head; prev.next != nil; prev = prev.next {
 		if sl := prev.next; sl.rec.scope == *scope {
 			sl.wake()
 			prev.next = sl.next
+			sh.release(sl)
 			return
 		}
 	}
@@ -239,20 +261,24 @@ func (s *Store) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, erro
 	sh := s.shard(&scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.snapshot(&scope, s.clock()), nil
+	var snap idem.Snapshot
+	snap.Now = s.clock()
+	snap.FreshToken = sh.read(&scope, &snap.Record)
+	return snap, nil
 }
 
-// snapshot reads scope under sh.mu. The record's response slices are shared
-// with the store: callers must not modify them (idem.Store's contract).
-func (sh *shard) snapshot(scope *core.Scope, now time.Time) idem.Snapshot {
+// read copies the record of scope into rec (absent: just the scope) and
+// hands out a fresh token. Called with sh.mu held. The record's response
+// slices are shared with the store: callers must not modify them (idem.Store's
+// contract).
+func (sh *shard) read(scope *core.Scope, rec *core.Record) core.Token {
 	sh.tokens++
-	snap := idem.Snapshot{Now: now, FreshToken: core.Token(sh.tokens)}
 	if sl := sh.find(scope); sl != nil {
-		sl.rec.get(&snap.Record)
+		sl.rec.get(rec)
 	} else {
-		snap.Record.Scope = *scope
+		*rec = core.Record{Scope: *scope}
 	}
-	return snap
+	return core.Token(sh.tokens)
 }
 
 // Insert implements idem.Store.
@@ -404,12 +430,14 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	sh := s.shard(&scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	snap := sh.snapshot(&scope, s.clock())
-	ev.Now = snap.Now
+	var a idem.Applied
+	a.Now = s.clock()
+	fresh := sh.read(&scope, &a.Record)
+	a.Before = a.Record.Status
+	ev.Now = a.Now
 	if ev.Kind == core.EventReserve {
-		ev.Token = snap.FreshToken
+		ev.Token = fresh
 	}
-	a := idem.Applied{Before: snap.Record.Status, Record: snap.Record, Now: snap.Now}
 	res, err := core.Step(&a.Record, &ev, p)
 	if err != nil {
 		return idem.Applied{}, err
