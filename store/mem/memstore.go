@@ -141,12 +141,20 @@ func (c *compact) get(r *core.Record) {
 
 // find returns the slot of scope, or nil. Called with sh.mu held.
 func (sh *shard) find(scope *core.Scope) *slot {
-	for sl := sh.records[scope.Key]; sl != nil; sl = sl.next {
+	sl, _ := sh.lookup(scope)
+	return sl
+}
+
+// lookup returns the slot of scope (or nil) and the head of the chain of
+// its key (or nil), with one map access. Called with sh.mu held.
+func (sh *shard) lookup(scope *core.Scope) (match, head *slot) {
+	head = sh.records[scope.Key]
+	for sl := head; sl != nil; sl = sl.next {
 		if sl.rec.scope == *scope {
-			return sl
+			return sl, head
 		}
 	}
-	return nil
+	return nil, head
 }
 
 // wake releases everyone waiting on sl. Called with the shard's lock held.
@@ -159,8 +167,9 @@ func (sl *slot) wake() {
 
 const slotsPerChunk = 32
 
-// put adds rec, whose scope has no record. Called with sh.mu held.
-func (sh *shard) put(rec *core.Record) {
+// put adds rec, whose scope has no record, before head, the chain of its
+// key. Called with sh.mu held.
+func (sh *shard) put(rec *core.Record, head *slot) {
 	if len(sh.free) == 0 {
 		chunk := make([]slot, slotsPerChunk)
 		for i := range chunk {
@@ -169,7 +178,7 @@ func (sh *shard) put(rec *core.Record) {
 	}
 	sl := sh.free[len(sh.free)-1]
 	sh.free = sh.free[:len(sh.free)-1]
-	sl.next = sh.records[rec.Scope.Key]
+	sl.next = head
 	sl.rec.set(rec, true)
 	sh.records[rec.Scope.Key] = sl
 }
@@ -263,22 +272,23 @@ func (s *Store) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, erro
 	defer sh.mu.Unlock()
 	var snap idem.Snapshot
 	snap.Now = s.clock()
-	snap.FreshToken = sh.read(&scope, &snap.Record)
+	snap.FreshToken, _, _ = sh.read(&scope, &snap.Record)
 	return snap, nil
 }
 
 // read copies the record of scope into rec (absent: just the scope) and
-// hands out a fresh token. Called with sh.mu held. The record's response
-// slices are shared with the store: callers must not modify them (idem.Store's
-// contract).
-func (sh *shard) read(scope *core.Scope, rec *core.Record) core.Token {
+// hands out a fresh token; it also returns what lookup does. Called with
+// sh.mu held. The record's response slices are shared with the store:
+// callers must not modify them (idem.Store's contract).
+func (sh *shard) read(scope *core.Scope, rec *core.Record) (fresh core.Token, match, head *slot) {
 	sh.tokens++
-	if sl := sh.find(scope); sl != nil {
-		sl.rec.get(rec)
+	match, head = sh.lookup(scope)
+	if match != nil {
+		match.rec.get(rec)
 	} else {
 		*rec = core.Record{Scope: *scope}
 	}
-	return core.Token(sh.tokens)
+	return core.Token(sh.tokens), match, head
 }
 
 // Insert implements idem.Store.
@@ -289,18 +299,19 @@ func (s *Store) Insert(ctx context.Context, rec *core.Record) error {
 	sh := s.shard(&rec.Scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.find(&rec.Scope) != nil {
+	match, head := sh.lookup(&rec.Scope)
+	if match != nil {
 		return fmt.Errorf("memstore: insert %s: %w", rec.Scope, idem.ErrConflict)
 	}
-	return s.insert(sh, rec)
+	return s.insert(sh, rec, head)
 }
 
-func (s *Store) insert(sh *shard, rec *core.Record) error {
+func (s *Store) insert(sh *shard, rec *core.Record, head *slot) error {
 	if s.recordsMax > 0 && s.records.Load() >= s.recordsMax {
 		return fmt.Errorf("memstore: %d records: %w", s.recordsMax, idem.ErrStoreFull)
 	}
 	s.records.Add(1)
-	sh.put(rec)
+	sh.put(rec, head)
 	return nil
 }
 
@@ -432,7 +443,7 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	defer sh.mu.Unlock()
 	var a idem.Applied
 	a.Now = s.clock()
-	fresh := sh.read(&scope, &a.Record)
+	fresh, match, head := sh.read(&scope, &a.Record)
 	a.Before = a.Record.Status
 	ev.Now = a.Now
 	if ev.Kind == core.EventReserve {
@@ -445,14 +456,13 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	a.Result = res
 	switch res.Write.Kind {
 	case core.WriteInsert:
-		if err := s.insert(sh, &a.Record); err != nil {
+		if err := s.insert(sh, &a.Record, head); err != nil {
 			return idem.Applied{}, err
 		}
 	case core.WriteUpdate:
-		sl := sh.find(&scope)
 		// Only Complete and Resolve bring a response from outside the store.
-		sl.rec.set(&a.Record, ev.Kind == core.EventComplete || ev.Kind == core.EventResolve)
-		sl.wake()
+		match.rec.set(&a.Record, ev.Kind == core.EventComplete || ev.Kind == core.EventResolve)
+		match.wake()
 	case core.WriteDelete:
 		s.remove(sh, scope)
 	}
