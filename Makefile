@@ -3,12 +3,16 @@ GO       ?= go
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 6
 
-.PHONY: test bench cover
+FUZZPKGS ?= ./fingerprint/
 
-## test: vet, then every test with the race detector (under 5 minutes here)
+.PHONY: test bench cover fuzz bench-fingerprint
+
+## test: vet, then every test with the race detector (under 5 minutes here);
+## the fingerprint comparison module checks our bytes against gowebpki/jcs
 test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
+	cd fingerprint/internal/jcsbench && $(GO) vet ./... && $(GO) test ./...
 
 ## bench: every benchmark, with allocations, BENCHCOUNT times (compare with benchstat)
 bench:
@@ -18,3 +22,16 @@ bench:
 cover:
 	$(GO) test -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -n 25
+
+## fuzz: every fuzz target of FUZZPKGS for FUZZTIME each
+fuzz:
+	@set -e; for pkg in $(FUZZPKGS); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t ($(FUZZTIME))"; \
+	    $(GO) test -run=NONE -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s $$pkg; \
+	  done; \
+	done
+
+## bench-fingerprint: ours against gowebpki/jcs and encoding/json, in one run
+bench-fingerprint:
+	cd fingerprint/internal/jcsbench && $(GO) test -run=NONE -bench=. -benchmem -count=10
