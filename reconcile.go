@@ -18,6 +18,13 @@ type Finding struct {
 // Check looks downstream (the payment gateway's ledger, say) for the truth
 // about rec's attempt, identified by rec.Scope and rec.Token. An error counts
 // as "still unknown": the record is looked at again after a backoff.
+//
+// "Not executed" re-opens the key for execution, so a Check may answer it
+// only when the attempt can no longer act: a request of the attempt still
+// on its way downstream could land after the answer and charge twice. Pass
+// Attempt.LockedUntil downstream as a deadline the downstream enforces; then
+// after rec.LockedUntil (which only grows) no request of the attempt can
+// land, and an absent charge is proof. Before it, answer still unknown.
 type Check func(ctx context.Context, rec Record) (Finding, error)
 
 // ResolveEvent is the event that records f about rec's attempt.

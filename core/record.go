@@ -131,7 +131,11 @@ type Record struct {
 	// LastErrorCode says why the record is failed_retryable or unknown
 	// ("lease_expired", or the caller's code).
 	LastErrorCode string
-	LockedUntil   time.Time // end of the execution lease (in_progress)
+	// LockedUntil is the end of the execution lease (in_progress). An unknown
+	// record keeps it: an attempt that honours its lease as a deadline
+	// downstream cannot act after it, so the reconciler may conclude "not
+	// executed" only once it has passed.
+	LockedUntil time.Time
 	// ReconcileAfter is when the reconciler should look at an unknown record
 	// next; zero means it is not scheduled (given up after ReconcileAttemptsMax).
 	ReconcileAfter    time.Time

@@ -91,7 +91,7 @@ func refStep(r refRecord, ev Event, p Policy) (string, refRecord) {
 		if r.status != "in_progress" {
 			return "conflict", r
 		}
-		r.status, r.lastError, r.reconcileAfter, r.attempts, r.lockedUntil = "unknown", ev.ErrorCode, now, 0, time.Time{}
+		r.status, r.lastError, r.reconcileAfter, r.attempts = "unknown", ev.ErrorCode, now, 0
 		if r.lastError == "" {
 			r.lastError = "outcome_unknown"
 		}

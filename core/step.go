@@ -239,7 +239,8 @@ func markUnknown(rec *Record, ev *Event, now time.Time) Result {
 		if rec.LastErrorCode == "" {
 			rec.LastErrorCode = CodeUnknown
 		}
-		rec.LockedUntil = time.Time{}
+		// LockedUntil stays: it bounds when the attempt may still act, which
+		// the reconciler needs before it may conclude "not executed".
 		return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionMarkedUnknown})
 	case StatusUnknown:
 		return unchanged(Decision{Kind: DecisionAcknowledged})
