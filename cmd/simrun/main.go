@@ -1,0 +1,192 @@
+// Command simrun runs idem's deterministic fault simulation: see package sim.
+// It only wires flags to sim and writes what sim returns.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem/sim"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is simrun: 0 when every invariant held, 1 when one broke, 2 for bad flags.
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg := sim.DefaultConfig()
+	fs := flag.NewFlagSet("simrun", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seed := fs.Uint64("seed", 1, "first seed; 0 draws a random one (printed)")
+	seeds := fs.Int("seeds", 1, "number of consecutive seeds, run in parallel across cores")
+	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "payment requests per seed")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients per seed")
+	fs.IntVar(&cfg.Servers, "servers", cfg.Servers, "API servers per seed")
+	faults := fs.String("faults", "all", "faults to inject: all, none, or a comma list of "+strings.Join(faultNames(), ","))
+	policy := fs.String("policy", "correct", "server policy: correct, or a baseline that must be caught: naive, no-fingerprint, evict-unknown, lease-reexecute, no-fencing")
+	swarm := fs.String("swarm", "", "true: draw per seed which faults fire and how often; false: every fault at -fault-rate (default: true for -seeds > 1)")
+	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.DefaultFaultRate, "each fault's probability per chance, without swarm")
+	fs.BoolVar(&cfg.GatewayIdempotent, "gateway-idempotent", false, "the gateway dedupes charges by key itself (off: idem alone must prevent duplicates)")
+	asJSON := fs.Bool("json", false, "print a machine-readable summary instead of text")
+	tracePath := fs.String("trace", "", "write every event of one seed (the first violating one, else the first) as JSONL to this file")
+	htmlPath := fs.String("html", "", "write a page drawing one scope's timeline (the violating scope, else the busiest) to this file")
+	verbose := fs.Bool("v", false, "print a line for every seed, not only those with violations")
+	workers := fs.Int("workers", 0, "goroutines running seeds (default: one per CPU)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "simrun: "+format+"\n", a...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	if *seeds < 1 {
+		return bad("-seeds %d: want at least 1", *seeds)
+	}
+	var err error
+	if cfg.Faults, err = sim.ParseFaults(*faults); err != nil {
+		return bad("-faults: %v", err)
+	}
+	if cfg.Policy, err = sim.ParsePolicy(*policy); err != nil {
+		return bad("-policy: %v", err)
+	}
+	switch *swarm {
+	case "":
+		cfg.Swarm = *seeds > 1
+	case "true", "1":
+		cfg.Swarm = true
+	case "false", "0":
+		cfg.Swarm = false
+	default:
+		return bad("-swarm %q: want true or false", *swarm)
+	}
+	for i := range cfg.FaultRate {
+		cfg.FaultRate[i] = cfg.FaultRate[0]
+	}
+	cfg.Seed = *seed
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64()>>1 + 1
+		fmt.Fprintf(stderr, "simrun: random seed %d\n", cfg.Seed)
+	}
+	if err := cfg.Validate(); err != nil {
+		return bad("%v", err)
+	}
+
+	prog := newProgress(stderr, *seeds)
+	reports, err := sim.RunSeeds(cfg, *seeds, *workers, nil, prog.update)
+	prog.end()
+	if err != nil {
+		return bad("%v", err)
+	}
+	if *asJSON {
+		if err := sim.WriteJSON(stdout, cfg, *seeds, reports, *verbose); err != nil {
+			fmt.Fprintf(stderr, "simrun: %v\n", err)
+			return 1
+		}
+	} else {
+		sim.WriteText(stdout, cfg, *seeds, reports, *verbose)
+	}
+	if *tracePath != "" || *htmlPath != "" {
+		if err := writeTraces(cfg, reports, *tracePath, *htmlPath, stderr); err != nil {
+			fmt.Fprintf(stderr, "simrun: %v\n", err)
+			return 1
+		}
+	}
+	for _, r := range reports {
+		if len(r.Violations) > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
+func faultNames() []string {
+	var names []string
+	for _, f := range sim.Faults() {
+		names = append(names, f.String())
+	}
+	return names
+}
+
+// writeTraces writes the trace and the page of the first violating seed,
+// else of the first seed. Runs keep no trace, so that one is run again: the
+// same seed gives the same run.
+func writeTraces(cfg sim.Config, reports []*sim.Report, tracePath, htmlPath string, stderr io.Writer) error {
+	cfg.Seed = reports[0].Config.Seed
+	for _, r := range reports {
+		if len(r.Violations) > 0 {
+			cfg.Seed = r.Config.Seed
+			break
+		}
+	}
+	pick, err := sim.Run(cfg)
+	if err != nil {
+		return err
+	}
+	write := func(path string, f func(io.Writer) error) error {
+		file, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := f(file); err != nil {
+			file.Close()
+			return err
+		}
+		if err := file.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "simrun: wrote %s (seed %d)\n", path, pick.Config.Seed)
+		return nil
+	}
+	if tracePath != "" {
+		if err := write(tracePath, func(w io.Writer) error { return sim.WriteTrace(w, pick) }); err != nil {
+			return err
+		}
+	}
+	if htmlPath != "" {
+		return write(htmlPath, func(w io.Writer) error { return sim.WriteHTML(w, pick, -1) })
+	}
+	return nil
+}
+
+// progress prints "seeds N/M" on stderr, at most 4 times a second, once a
+// run has taken more than a second.
+type progress struct {
+	mu      sync.Mutex
+	out     io.Writer
+	total   int
+	start   time.Time
+	last    time.Time
+	printed bool
+}
+
+func newProgress(out io.Writer, total int) *progress {
+	return &progress{out: out, total: total, start: time.Now()}
+}
+
+func (p *progress) update(done int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 250*time.Millisecond {
+		return
+	}
+	p.last = now
+	p.printed = true
+	fmt.Fprintf(p.out, "\rsimrun: seeds %d/%d (%d%%), %v", done, p.total, 100*done/p.total, now.Sub(p.start).Round(100*time.Millisecond))
+}
+
+func (p *progress) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.printed {
+		fmt.Fprintf(p.out, "\rsimrun: seeds %d/%d in %v\n", p.total, p.total, time.Since(p.start).Round(100*time.Millisecond))
+	}
+}

@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/idemkit/idem/core"
+)
+
+// client sends payment requests, times out, retries with backoff and
+// jitter, and sometimes misbehaves as SPEC §8 says.
+type client struct {
+	w    *world
+	id   int32
+	keys []core.Scope // keys it used, for a buggy reuse
+}
+
+// request is one logical payment: the same key and payload on every retry.
+type request struct {
+	id        int
+	c         *client
+	key       core.Scope
+	scope     int32
+	payload   int64 // the payload's identity, carried back in responses
+	amount    int64
+	fp        core.Fingerprint
+	start     int64
+	attempts  int
+	done      bool
+	doneAt    int64
+	final     answer
+	misuse    bool // it reuses another request's key
+	backoffOn int  // consecutive failures, for the backoff
+}
+
+// attempt is one send of a request (duplicates share it).
+type attempt struct {
+	req     *request
+	n       int
+	handled bool // answered or timed out: its retry is decided
+}
+
+func (c *client) newRequest() {
+	w := c.w
+	req := &request{id: len(w.requests), c: c, start: w.now}
+	req.payload = int64(req.id + 1)
+	req.amount = 100 + w.rng.clients.Int64N(100000)
+	if len(c.keys) > 0 && w.fault(FaultKeyMisuse, w.rng.clients) {
+		req.key = c.keys[w.rng.clients.IntN(len(c.keys))]
+		req.misuse = true
+	} else {
+		req.key = core.Scope{Tenant: "acme", Principal: fmt.Sprintf("client-%d", c.id), UseCase: "payments.create", Key: uuid(w.rng.clients.Uint64(), w.rng.clients.Uint64())}
+		c.keys = append(c.keys, req.key)
+	}
+	req.scope = w.scopeOf(req.key)
+	req.fp = payloadFingerprint(req.amount, req.payload)
+	w.requests = append(w.requests, req)
+	c.send(req)
+}
+
+// payloadFingerprint stands for the fingerprint package's work on the body
+// {"amount":...,"payload":...}: distinct payloads, distinct fingerprints.
+func payloadFingerprint(amount, payload int64) core.Fingerprint {
+	var b [24]byte
+	copy(b[:8], "payment:")
+	binary.BigEndian.PutUint64(b[8:], uint64(amount))
+	binary.BigEndian.PutUint64(b[16:], uint64(payload))
+	return sha256.Sum256(b[:])
+}
+
+// keyOnly is the no-fingerprint policy's "fingerprint": the key alone.
+func keyOnly(key string) core.Fingerprint { return sha256.Sum256([]byte(key)) }
+
+func uuid(a, b uint64) string {
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xfff, 0x8000|(b>>48)&0x3fff, b&0xffffffffffff)
+}
+
+func (c *client) send(req *request) {
+	w := c.w
+	req.attempts++
+	att := &attempt{req: req, n: req.attempts}
+	first := w.rng.clients.IntN(len(w.servers))
+	c.deliver(att, first)
+	if len(w.servers) > 1 && w.fault(FaultDuplicate, w.rng.clients) {
+		c.deliver(att, (first+1+w.rng.clients.IntN(len(w.servers)-1))%len(w.servers))
+	}
+	w.after(int64(w.cfg.ClientTimeout), func() {
+		if att.handled || req.done {
+			return
+		}
+		att.handled = true
+		w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatTimeout, Arg: int64(att.n)})
+		c.retry(req, 0)
+	})
+}
+
+func (c *client) deliver(att *attempt, server int) {
+	w := c.w
+	w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatSend, Arg: int64(att.n), Arg2: int64(server)})
+	if w.fault(FaultLostRequest, w.rng.net) {
+		w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatLost, Arg: 0})
+		return
+	}
+	s := w.servers[server]
+	w.after(w.netLatency(), func() { s.receive(att) })
+}
+
+// retry sends req again after at least wait, with exponential backoff and
+// full jitter on top.
+func (c *client) retry(req *request, wait int64) {
+	w := c.w
+	req.backoffOn++
+	backoff := int64(w.cfg.ClientBackoffBase) << min(req.backoffOn, 20)
+	backoff = min(backoff, int64(w.cfg.ClientBackoffCap))
+	d := wait + w.rng.clients.Int64N(backoff+1)
+	w.after(d, func() {
+		if !req.done {
+			c.send(req)
+		}
+	})
+}
+
+func (c *client) refused(att *attempt) {
+	w := c.w
+	w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatRefused})
+	if att.handled || att.req.done {
+		return
+	}
+	att.handled = true
+	c.retry(att.req, 0)
+}
+
+func (c *client) receive(att *attempt, a answer) {
+	w := c.w
+	req := att.req
+	w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatAnswer, Arg: int64(a.status)})
+	w.check.answer(req, &a)
+	if req.done {
+		return
+	}
+	if a.definitive {
+		req.done, req.doneAt, req.final = true, w.now, a
+		w.report.Done++
+		w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatDone, Arg: int64(a.status)})
+		return
+	}
+	if att.handled {
+		return // this attempt already timed out and a retry is on its way
+	}
+	att.handled = true
+	c.retry(req, a.retryAfter)
+}

@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idem/core"
+)
+
+// Fault is one kind of failure the simulator injects (SPEC §8).
+type Fault uint8
+
+const (
+	FaultCrash                Fault = iota // a server dies at a step boundary and restarts later
+	FaultLostRequest                       // a client's request never reaches the server
+	FaultLostResponse                      // the server's answer never reaches the client
+	FaultGatewayTimeoutBefore              // the gateway request is lost: no charge, the caller times out
+	FaultGatewayTimeoutAfter               // the gateway charges, its answer is lost: the caller times out
+	FaultGatewayReject                     // the gateway declines the card (a business outcome, 402)
+	FaultGatewayRefuse                     // the gateway refuses the connection: definitely not executed
+	FaultGatewaySlow                       // the gateway answers 20 times slower
+	FaultStoreErrorBefore                  // a store call fails before it applies
+	FaultStoreErrorAfter                   // a store write applies, then the caller hears an error
+	FaultStoreLatency                      // a store call takes 20 times longer
+	FaultPause                             // a server freezes for longer than the lease (a zombie owner)
+	FaultDisconnect                        // the client hangs up while the action runs: its context is cancelled
+	FaultDuplicate                         // a client sends the same request to two servers at once
+	FaultKeyMisuse                         // a buggy client reuses a key for another payload
+	faultCount
+)
+
+var faultNames = [faultCount]string{
+	"crash", "lost_request", "lost_response", "gateway_timeout_before", "gateway_timeout_after",
+	"gateway_reject", "gateway_refuse", "gateway_slow", "store_error_before", "store_error_after",
+	"store_latency", "pause", "disconnect", "duplicate", "key_misuse",
+}
+
+func (f Fault) String() string {
+	if f < faultCount {
+		return faultNames[f]
+	}
+	return fmt.Sprintf("fault(%d)", uint8(f))
+}
+
+// Faults lists every fault in order.
+func Faults() []Fault {
+	fs := make([]Fault, faultCount)
+	for i := range fs {
+		fs[i] = Fault(i)
+	}
+	return fs
+}
+
+// FaultSet is which faults are on.
+type FaultSet uint32
+
+// AllFaults has every fault on.
+const AllFaults FaultSet = 1<<faultCount - 1
+
+func (s FaultSet) Has(f Fault) bool { return s&(1<<f) != 0 }
+
+// ParseFaults reads "all", "none" or a comma list of fault names.
+func ParseFaults(list string) (FaultSet, error) {
+	switch strings.TrimSpace(list) {
+	case "all":
+		return AllFaults, nil
+	case "none", "":
+		return 0, nil
+	}
+	var s FaultSet
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for f, n := range faultNames {
+			if n == name {
+				s |= 1 << f
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("unknown fault %q (known: all, none, %s)", name, strings.Join(faultNames[:], ", "))
+		}
+	}
+	return s, nil
+}
+
+func (s FaultSet) String() string {
+	switch s {
+	case AllFaults:
+		return "all"
+	case 0:
+		return "none"
+	}
+	var names []string
+	for _, f := range Faults() {
+		if s.Has(f) {
+			names = append(names, f.String())
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// Policy is how the servers use the store: the correct executor, or one of
+// the anti-patterns of the seed documents that the checkers must catch.
+type Policy uint8
+
+const (
+	PolicyCorrect        Policy = iota // the real executor over the real core
+	PolicyNaive                        // remember the key only after executing it
+	PolicyNoFingerprint                // compare keys only, never the payload
+	PolicyEvictUnknown                 // take a timeout for "did not execute" and free the key
+	PolicyLeaseReexecute               // run the action again once a lease expired
+	PolicyNoFencing                    // write an outcome without checking the token owns the record
+	policyCount
+)
+
+var policyNames = [policyCount]string{"correct", "naive", "no-fingerprint", "evict-unknown", "lease-reexecute", "no-fencing"}
+
+func (p Policy) String() string {
+	if p < policyCount {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("policy(%d)", uint8(p))
+}
+
+// Policies lists every policy, the correct one first.
+func Policies() []Policy {
+	ps := make([]Policy, policyCount)
+	for i := range ps {
+		ps[i] = Policy(i)
+	}
+	return ps
+}
+
+// ParsePolicy reads a policy name.
+func ParsePolicy(name string) (Policy, error) {
+	for p, n := range policyNames {
+		if n == name {
+			return Policy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(policyNames[:], ", "))
+}
+
+// Config is every parameter of one run. One seed drives every random choice.
+type Config struct {
+	Seed     uint64
+	Requests int // logical payment requests, over all clients
+	Clients  int
+	Servers  int
+	Policy   Policy
+	Faults   FaultSet
+	// Swarm draws, from the seed, which of Faults are on and how often, as
+	// FoundationDB and TigerBeetle do; otherwise every fault in Faults fires
+	// with its FaultRate.
+	Swarm     bool
+	FaultRate [faultCount]float64
+
+	// Arrival is the fault phase: requests start at random times in it and
+	// faults fire only within it; then the world heals.
+	Arrival time.Duration
+
+	Lifecycle core.Policy // the executor's policy (shortened leases so a run is quick)
+
+	NetLatencyMin, NetLatencyMax         time.Duration // one way, client <-> server <-> gateway
+	StoreLatencyMin, StoreLatencyMax     time.Duration // one store call, round trip
+	GatewayLatencyMin, GatewayLatencyMax time.Duration // the gateway's own work
+	GatewayTimeout                       time.Duration // the server's timeout on a gateway call
+	ClientTimeout                        time.Duration // a client's timeout on one attempt
+	ClientBackoffBase, ClientBackoffCap  time.Duration
+	RestartDelay                         time.Duration // a crashed server comes back after this
+	ReconcileEvery, SweepEvery           time.Duration
+	GatewayIdempotent                    bool // the gateway dedupes charges by key (off: idem alone must prevent duplicates)
+}
+
+// DefaultFaultRate is each fault's probability per chance to fire, when not in swarm mode.
+const DefaultFaultRate = 0.02
+
+// DefaultConfig returns the defaults of simrun.
+func DefaultConfig() Config {
+	p := core.DefaultPolicy()
+	p.LeaseDuration = 2 * time.Second
+	p.InFlightWait = 200 * time.Millisecond
+	p.RetryAfter = 100 * time.Millisecond
+	p.ReconcileBackoffBase = 100 * time.Millisecond
+	p.ReconcileBackoffCap = 2 * time.Second
+	p.ReconcileAttemptsMax = 1000
+	c := Config{
+		Seed:              1,
+		Requests:          200,
+		Clients:           20,
+		Servers:           3,
+		Policy:            PolicyCorrect,
+		Faults:            AllFaults,
+		Swarm:             true,
+		Arrival:           10 * time.Second,
+		Lifecycle:         p,
+		NetLatencyMin:     500 * time.Microsecond,
+		NetLatencyMax:     5 * time.Millisecond,
+		StoreLatencyMin:   200 * time.Microsecond,
+		StoreLatencyMax:   2 * time.Millisecond,
+		GatewayLatencyMin: 5 * time.Millisecond,
+		GatewayLatencyMax: 50 * time.Millisecond,
+		GatewayTimeout:    300 * time.Millisecond,
+		ClientTimeout:     1 * time.Second,
+		ClientBackoffBase: 50 * time.Millisecond,
+		ClientBackoffCap:  2 * time.Second,
+		RestartDelay:      500 * time.Millisecond,
+		ReconcileEvery:    200 * time.Millisecond,
+		SweepEvery:        500 * time.Millisecond,
+	}
+	for f := range c.FaultRate {
+		c.FaultRate[f] = DefaultFaultRate
+	}
+	return c
+}
+
+// Validate refuses a configuration that cannot run.
+func (c *Config) Validate() error {
+	switch {
+	case c.Requests < 1:
+		return fmt.Errorf("requests %d: want at least 1", c.Requests)
+	case c.Clients < 1:
+		return fmt.Errorf("clients %d: want at least 1", c.Clients)
+	case c.Servers < 1:
+		return fmt.Errorf("servers %d: want at least 1", c.Servers)
+	case c.Policy >= policyCount:
+		return fmt.Errorf("unknown policy %v", c.Policy)
+	case c.Arrival <= 0:
+		return fmt.Errorf("arrival %v: want a positive duration", c.Arrival)
+	}
+	for f, r := range c.FaultRate {
+		if r < 0 || r > 1 || math.IsNaN(r) {
+			return fmt.Errorf("fault %v rate %v: want 0..1", Fault(f), r)
+		}
+	}
+	return c.Lifecycle.Validate()
+}
+
+// rates is what each fault's probability is for this run: zero for faults
+// that are off; in swarm mode, drawn from the seed.
+func (c *Config) rates(swarm *rand.Rand) [faultCount]float64 {
+	var r [faultCount]float64
+	for _, f := range Faults() {
+		if !c.Faults.Has(f) {
+			continue
+		}
+		if !c.Swarm {
+			r[f] = c.FaultRate[f]
+			continue
+		}
+		// Each fault is on with probability 1/2, at a rate log-uniform in
+		// [0.1 %, 10 %]: some seeds are storms of one fault, some are calm.
+		if swarm.IntN(2) == 0 {
+			r[f] = math.Pow(10, -3+2*swarm.Float64())
+		}
+	}
+	return r
+}

@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemkit/idem/core"
+)
+
+// gateway is the downstream payment provider. Its ledger is the ground
+// truth of what was charged. It refuses a request that arrives after the
+// deadline its caller gave (the attempt's lease end), and with
+// GatewayIdempotent it dedupes charges by key itself.
+type gateway struct {
+	ledger map[ledgerKey]*charge
+	byKey  map[core.Scope]*charge
+	next   int
+}
+
+type ledgerKey struct {
+	scope core.Scope
+	token core.Token
+}
+
+// charge is one entry of the ledger: a charge, or a declined attempt.
+type charge struct {
+	id       int
+	scope    int32
+	amount   int64
+	payload  int64
+	declined bool
+}
+
+type gatewayResult struct {
+	charge *charge // nil: refused, nothing happened
+}
+
+func (g *gateway) init() {
+	g.ledger = map[ledgerKey]*charge{}
+	g.byKey = map[core.Scope]*charge{}
+}
+
+// find is the reconciler's query: what did the attempt (scope, token) do?
+func (g *gateway) find(scope core.Scope, token core.Token) *charge {
+	return g.ledger[ledgerKey{scope, token}]
+}
+
+// handle is a charge request arriving at the gateway now.
+func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, deadline time.Time) gatewayResult {
+	if w.Time().After(deadline) {
+		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatDeadline, Token: token})
+		return gatewayResult{}
+	}
+	if w.cfg.GatewayIdempotent {
+		if ch := g.byKey[req.key]; ch != nil {
+			g.ledger[ledgerKey{req.key, token}] = ch
+			return gatewayResult{charge: ch}
+		}
+	}
+	g.next++
+	ch := &charge{id: g.next, scope: scope, amount: req.amount, payload: req.payload}
+	if w.fault(FaultGatewayReject, w.rng.gateway) {
+		ch.declined = true
+		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatDecline, Token: token})
+	} else {
+		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
+	}
+	g.ledger[ledgerKey{req.key, token}] = ch
+	g.byKey[req.key] = ch
+	w.check.charge(req, ch)
+	return gatewayResult{charge: ch}
+}
+
+// response is the API response for a ledger entry. The executing server and
+// the reconciler both build it from the entry, so they agree byte for byte.
+func (ch *charge) response() core.Response {
+	headers := []core.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Payload", Value: strconv.FormatInt(ch.payload, 10)}}
+	if ch.declined {
+		return core.Response{StatusCode: http.StatusPaymentRequired, Headers: headers, SchemaVersion: 1,
+			Body: fmt.Appendf(nil, `{"error":"card_declined","attempt":%d}`, ch.id)}
+	}
+	return core.Response{StatusCode: http.StatusCreated, Headers: headers, SchemaVersion: 1,
+		Body: fmt.Appendf(nil, `{"paymentId":"pay-%d","amount":%d,"status":"created"}`, ch.id, ch.amount)}
+}
+
+// payloadOf reads back the payload a response was made for.
+func payloadOf(r *core.Response) int64 {
+	for _, h := range r.Headers {
+		if h.Name == "X-Payload" {
+			n, _ := strconv.ParseInt(h.Value, 10, 64)
+			return n
+		}
+	}
+	return -1
+}
+
+func (w *world) netLatency() int64 {
+	return between(w.rng.net, w.cfg.NetLatencyMin, w.cfg.NetLatencyMax)
+}
+
+func (w *world) gatewayLatency() int64 {
+	d := between(w.rng.gateway, w.cfg.GatewayLatencyMin, w.cfg.GatewayLatencyMax)
+	if w.fault(FaultGatewaySlow, w.rng.gateway) {
+		d *= 20
+	}
+	return d
+}

@@ -1,0 +1,48 @@
+package sim
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// RunSeeds runs n consecutive seeds from cfg.Seed on workers goroutines (the
+// number of CPUs if workers < 1) and returns the reports in seed order.
+// progress, if not nil, is called after each seed with the number done.
+// keep says whether a report keeps its trace (by default none does: a trace
+// is megabytes, and a seed run again gives the same one).
+func RunSeeds(cfg Config, n, workers int, keep func(*Report) bool, progress func(done int)) ([]*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	reports := make([]*Report, n)
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				c := cfg
+				c.Seed = cfg.Seed + uint64(i)
+				r, _ := Run(c) // cannot fail: cfg was validated
+				if keep == nil || !keep(r) {
+					r.Events, r.Scopes = nil, nil
+				}
+				reports[i] = r
+				if progress != nil {
+					progress(int(done.Add(1)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return reports, nil
+}

@@ -1,0 +1,233 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Command is the simrun command line that reproduces cfg exactly.
+func (c *Config) Command() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "simrun -seed %d -requests %d -clients %d -servers %d -policy %s -faults %s -swarm=%t",
+		c.Seed, c.Requests, c.Clients, c.Servers, c.Policy, c.Faults, c.Swarm)
+	if !c.Swarm && c.Faults != 0 {
+		fmt.Fprintf(&b, " -fault-rate %g", c.FaultRate[0])
+	}
+	if c.GatewayIdempotent {
+		b.WriteString(" -gateway-idempotent")
+	}
+	return b.String()
+}
+
+// Describe lists every parameter of a run, one group per line.
+func (c *Config) Describe() string {
+	p := &c.Lifecycle
+	var b strings.Builder
+	fmt.Fprintf(&b, "run:        seed=%d requests=%d clients=%d servers=%d policy=%s faults=%s swarm=%t",
+		c.Seed, c.Requests, c.Clients, c.Servers, c.Policy, c.Faults, c.Swarm)
+	if !c.Swarm {
+		fmt.Fprintf(&b, " fault_rate=%g", c.FaultRate[0])
+	}
+	fmt.Fprintf(&b, "\nlifecycle:  lease=%v ttl=%v in_flight_wait=%v retry_after=%v reconcile_backoff=%v..%v attempts_max=%d expiry=%v fail=%v in_flight_answer=%v",
+		p.LeaseDuration, p.TTL, p.InFlightWait, p.RetryAfter, p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax, p.Expiry, p.Fail, p.InFlightAnswer)
+	fmt.Fprintf(&b, "\nnetwork:    latency=%v..%v one way", c.NetLatencyMin, c.NetLatencyMax)
+	fmt.Fprintf(&b, "\nstore:      memstore, latency=%v..%v per call", c.StoreLatencyMin, c.StoreLatencyMax)
+	fmt.Fprintf(&b, "\ngateway:    latency=%v..%v timeout=%v idempotent=%t", c.GatewayLatencyMin, c.GatewayLatencyMax, c.GatewayTimeout, c.GatewayIdempotent)
+	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffCap)
+	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.ReconcileEvery, c.SweepEvery)
+	fmt.Fprintf(&b, "\nphases:     faults for %v of arrivals, then healing", c.Arrival)
+	return b.String()
+}
+
+// describeRates lists the faults that fire in a run and how often.
+func describeRates(r *[faultCount]float64) string {
+	var parts []string
+	for _, f := range Faults() {
+		if r[f] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%.2f%%", f, 100*r[f]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Summary adds up the reports of several seeds.
+type Summary struct {
+	Seeds, Failed                                         int
+	Requests, Done, Executions, Charges, Declines         int
+	Executed, Replays                                     int
+	Status409, Status202, Status422, Status503, Status5xx int
+	Reconciled                                            uint64
+	ConvergeMax, ConvergeP99                              time.Duration
+	Counters                                              []CounterValue
+}
+
+// Summarize adds up reports.
+func Summarize(reports []*Report) Summary {
+	var s Summary
+	var times []int64
+	for _, r := range reports {
+		s.Seeds++
+		if len(r.Violations) > 0 {
+			s.Failed++
+		}
+		s.Requests += r.Requests
+		s.Done += r.Done
+		s.Executions += r.Executions
+		s.Charges += r.Charges
+		s.Declines += r.Declines
+		s.Executed += r.Executed
+		s.Replays += r.Replays
+		s.Status409 += r.Status409
+		s.Status202 += r.Status202
+		s.Status422 += r.Status422
+		s.Status503 += r.Status503
+		s.Status5xx += r.Status5xx
+		times = append(times, r.converge...)
+		if s.Counters == nil {
+			s.Counters = slices.Clone(r.Counters)
+		} else {
+			for i := range r.Counters {
+				s.Counters[i].Value += r.Counters[i].Value
+			}
+		}
+	}
+	for _, c := range s.Counters {
+		if c.Name == "api.idempotency.reconcile.resolved.count" {
+			s.Reconciled = c.Value
+		}
+	}
+	if len(times) > 0 {
+		slices.Sort(times)
+		s.ConvergeMax = time.Duration(times[len(times)-1])
+		s.ConvergeP99 = time.Duration(times[len(times)*99/100])
+	}
+	return s
+}
+
+// WriteText writes what simrun prints: the parameters, each seed's line
+// (every seed when verbose, else those with violations), each violation with
+// its scope's events and the command that reproduces it, and the summary.
+func WriteText(out io.Writer, cfg Config, seeds int, reports []*Report, verbose bool) {
+	fmt.Fprintf(out, "%s\nseeds:      %d from %d\n\n", cfg.Describe(), seeds, cfg.Seed)
+	for _, r := range reports {
+		if !verbose && len(r.Violations) == 0 {
+			continue
+		}
+		status := "ok"
+		if len(r.Violations) > 0 {
+			status = "VIOLATION"
+		}
+		fmt.Fprintf(out, "seed %d: %s requests=%d charges=%d replays=%d converge_max=%v faults: %s\n",
+			r.Config.Seed, status, r.Requests, r.Charges, r.Replays, r.ConvergeMax.Round(time.Millisecond), describeRates(&r.Rates))
+		for _, v := range r.Violations {
+			fmt.Fprintf(out, "  invariant %d (%s) broken at %s in scope %s:\n    %s\n", v.Invariant, v.Name, fmtTime(v.At), v.Scope, v.Detail)
+			if len(v.Events) > 0 {
+				fmt.Fprintf(out, "  the scope's events:\n")
+				for _, e := range v.Events {
+					fmt.Fprintf(out, "    %s\n", e)
+				}
+			}
+			fmt.Fprintf(out, "  reproduce: %s\n", r.Config.Command())
+		}
+	}
+	s := Summarize(reports)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	fmt.Fprintf(out, "\nsummary over %d seeds (%d with violations)\n", s.Seeds, s.Failed)
+	fmt.Fprintf(out, "  requests           %d (answered %d)\n", s.Requests, s.Done)
+	fmt.Fprintf(out, "  executions         %d (charges %d, declined %d)\n", s.Executions, s.Charges, s.Declines)
+	fmt.Fprintf(out, "  answers            executed %d, replayed %d, 409 %d, 202 %d, 422 %d, 503 %d, other 5xx %d\n",
+		s.Executed, s.Replays, s.Status409, s.Status202, s.Status422, s.Status503, s.Status5xx)
+	fmt.Fprintf(out, "  unknowns reconciled %d\n", s.Reconciled)
+	fmt.Fprintf(out, "  time to converge   max %s, p99 %s (virtual, first send to definitive answer)\n", ms(s.ConvergeMax), ms(s.ConvergeP99))
+	fmt.Fprintf(out, "  counters\n")
+	for _, c := range s.Counters {
+		fmt.Fprintf(out, "    %-45s %d\n", c.Name, c.Value)
+	}
+	violations := 0
+	for _, r := range reports {
+		violations += len(r.Violations)
+	}
+	fmt.Fprintf(out, "violations: %d\n", violations)
+}
+
+// jsonReport is one seed in the JSON summary.
+type jsonReport struct {
+	Seed       uint64             `json:"seed"`
+	Faults     map[string]float64 `json:"faults"`
+	Requests   int                `json:"requests"`
+	Charges    int                `json:"charges"`
+	Violations []jsonViolation    `json:"violations"`
+}
+
+type jsonViolation struct {
+	Invariant int      `json:"invariant"`
+	Name      string   `json:"name"`
+	Scope     string   `json:"scope"`
+	AtNanos   int64    `json:"at_ns"`
+	Detail    string   `json:"detail"`
+	Events    []string `json:"events"`
+	Reproduce string   `json:"reproduce"`
+}
+
+// WriteJSON writes a machine-readable summary: the parameters, the summary,
+// and every seed that broke an invariant (every seed when verbose).
+func WriteJSON(out io.Writer, cfg Config, seeds int, reports []*Report, verbose bool) error {
+	doc := struct {
+		Command    string       `json:"command"`
+		Seeds      int          `json:"seeds"`
+		Summary    Summary      `json:"summary"`
+		Reports    []jsonReport `json:"reports"`
+		Violations int          `json:"violations"`
+	}{Command: cfg.Command(), Seeds: seeds, Summary: Summarize(reports), Reports: []jsonReport{}}
+	for _, r := range reports {
+		doc.Violations += len(r.Violations)
+		if !verbose && len(r.Violations) == 0 {
+			continue
+		}
+		jr := jsonReport{Seed: r.Config.Seed, Faults: map[string]float64{}, Requests: r.Requests, Charges: r.Charges, Violations: []jsonViolation{}}
+		for _, f := range Faults() {
+			if r.Rates[f] > 0 {
+				jr.Faults[f.String()] = r.Rates[f]
+			}
+		}
+		for _, v := range r.Violations {
+			jr.Violations = append(jr.Violations, jsonViolation{v.Invariant, v.Name, v.Scope, v.At, v.Detail, v.Events, r.Config.Command()})
+		}
+		doc.Reports = append(doc.Reports, jr)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// WriteTrace writes every event of r as one JSON object per line.
+func WriteTrace(out io.Writer, r *Report) error {
+	enc := json.NewEncoder(out)
+	for i := range r.Events {
+		e := &r.Events[i]
+		scope := ""
+		if e.Scope >= 0 && int(e.Scope) < len(r.Scopes) {
+			scope = r.Scopes[e.Scope].String()
+		}
+		line := struct {
+			Seed  uint64 `json:"seed"`
+			At    int64  `json:"t_ns"`
+			Scope string `json:"scope,omitempty"`
+			Actor string `json:"actor"`
+			What  string `json:"what"`
+			Token uint64 `json:"token,omitempty"`
+			Text  string `json:"text"`
+		}{r.Config.Seed, e.At, scope, e.actor(), e.What.String(), uint64(e.Token), e.Text()}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+)
+
+// Report is the outcome of one run.
+type Report struct {
+	Config Config
+	Rates  [faultCount]float64 // each fault's probability in this run (drawn in swarm mode)
+
+	Requests   int // logical requests sent
+	Done       int // requests with a definitive answer
+	Executions int // actions run (gateway calls)
+	Charges    int // real charges in the gateway's ledger
+	Declines   int // declined cards (business outcomes)
+	Executed   int // answers from the execution itself
+	Replays    int // answers replayed from the store
+	Status409  int // in progress or outcome unknown
+	Status202  int // in progress, under the 202 policy
+	Status422  int // key misuse
+	Status503  int // store unavailable (failed closed)
+	Status5xx  int // other server errors (not executed, response invalid)
+
+	ConvergeMax, ConvergeP99 time.Duration // first send to definitive answer, virtual
+	VirtualTime              time.Duration
+	Converged                bool           // everything settled before the deadline
+	Counters                 []CounterValue // SPEC §7, in order
+	Violations               []Violation    // empty when every invariant held
+	Events                   []Event        // the run's trace
+	Scopes                   []core.Scope   // scope index -> scope, for Events
+	violatingScope           int32
+	converge                 []int64 // sorted, virtual nanoseconds
+}
+
+// CounterValue is one SPEC §7 counter's total.
+type CounterValue struct {
+	Name  string
+	Value uint64
+}
+
+// ViolatingScope is the index of the scope of the first violation, or -1.
+func (r *Report) ViolatingScope() int32 {
+	if len(r.Violations) == 0 {
+		return -1
+	}
+	return r.violatingScope
+}
+
+func (r *Report) init(w *world) {
+	r.Config = w.cfg
+	r.Rates = w.rates
+	r.violatingScope = -1
+}
+
+// reply counts what a server answered.
+func (r *Report) reply(a answer) {
+	switch {
+	case a.definitive && a.status == 422:
+		r.Status422++
+	case a.definitive && a.kind == idem.ResultReplayed:
+		r.Replays++
+	case a.definitive:
+		r.Executed++
+	case a.status == 409:
+		r.Status409++
+	case a.status == 202:
+		r.Status202++
+	case a.status == 503:
+		r.Status503++
+	default:
+		r.Status5xx++
+	}
+}
+
+func (r *Report) finish(w *world) {
+	r.Requests = len(w.requests)
+	r.VirtualTime = time.Duration(w.now)
+	var times []int64
+	for _, q := range w.requests {
+		if q.done {
+			times = append(times, q.doneAt-q.start)
+		}
+	}
+	r.converge = times
+	if len(times) > 0 {
+		slices.Sort(times)
+		r.ConvergeMax = time.Duration(times[len(times)-1])
+		r.ConvergeP99 = time.Duration(times[(len(times)*99)/100])
+	}
+	for _, c := range idem.Counters() {
+		r.Counters = append(r.Counters, CounterValue{Name: c.Name(), Value: w.metrics.Total(c)})
+	}
+	r.Events = w.events
+	r.Scopes = w.scopes
+}

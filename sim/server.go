@@ -1,0 +1,412 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+)
+
+var (
+	errGatewayTimeout = errors.New("sim: gateway call timed out")
+	errGatewayRefused = errors.New("sim: gateway refused the connection")
+	errDeadlinePassed = errors.New("sim: gateway refused: deadline passed")
+)
+
+// server is one API server. A crash bumps its epoch: every event scheduled
+// for an older epoch is dropped, which is what losing a process's memory
+// looks like. A pause defers its events.
+type server struct {
+	w           *world
+	id          int32
+	alive       bool
+	epoch       int
+	pausedUntil int64
+}
+
+// at schedules fn on the server d from now.
+func (s *server) at(epoch int, d int64, fn func()) {
+	s.w.after(d, func() { s.run(epoch, fn) })
+}
+
+// run runs fn now unless the server crashed since epoch; while the server is
+// paused, fn waits for the pause to end.
+func (s *server) run(epoch int, fn func()) {
+	if s.epoch != epoch || !s.alive || s.w.stopped {
+		return
+	}
+	if s.w.now < s.pausedUntil {
+		s.w.after(s.pausedUntil-s.w.now, func() { s.run(epoch, fn) })
+		return
+	}
+	fn()
+}
+
+// crashes decides whether the server dies at this step boundary.
+func (s *server) crashes(scope int32) bool {
+	if !s.w.fault(FaultCrash, s.w.rng.servers) {
+		return false
+	}
+	s.epoch++
+	s.alive = false
+	s.w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatCrash})
+	s.w.after(int64(s.w.cfg.RestartDelay), func() {
+		s.alive = true
+		s.w.log(Event{Scope: -1, Actor: ActorServer, ActorID: s.id, What: WhatRestart})
+	})
+	return true
+}
+
+// pause freezes the server for longer than a lease: a zombie owner.
+func (s *server) pause(scope int32) {
+	lease := int64(s.w.policy.LeaseDuration)
+	d := lease + lease/2 + s.w.rng.servers.Int64N(lease*3/2)
+	s.pausedUntil = s.w.now + d
+	s.w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
+}
+
+// receive is a request arriving from a client.
+func (s *server) receive(att *attempt) {
+	w := s.w
+	if !s.alive {
+		w.after(w.netLatency(), func() { att.req.c.refused(att) })
+		return
+	}
+	epoch := s.epoch
+	s.run(epoch, func() {
+		if s.crashes(att.req.scope) { // before reserve
+			return
+		}
+		if w.cfg.Policy == PolicyNaive {
+			s.naive(epoch, att)
+			return
+		}
+		fp := att.req.fp
+		if w.cfg.Policy == PolicyNoFingerprint {
+			fp = keyOnly(att.req.key.Key)
+		}
+		call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: fp})
+		if err != nil {
+			panic(err) // unreachable: the simulator builds valid requests
+		}
+		c := &serverCall{s: s, epoch: epoch, att: att, scope: att.req.scope, call: call}
+		c.advance()
+	})
+}
+
+// serverCall hosts one request's idem.Call on a server: it performs each
+// effect with latency and faults, on virtual time.
+type serverCall struct {
+	s      *server
+	epoch  int
+	att    *attempt
+	scope  int32
+	call   *idem.Call
+	token  core.Token // the attempt's own token, once granted
+	hbStop bool
+}
+
+func (c *serverCall) advance() {
+	switch eff := c.call.Next(); eff.Kind {
+	case idem.EffectApply:
+		c.apply(eff.Event)
+	case idem.EffectRun:
+		c.token = eff.Attempt.Token
+		if c.s.crashes(c.scope) { // after reserve, before the side effect
+			return
+		}
+		c.runAction(eff.Attempt)
+	case idem.EffectWait:
+		c.wait(eff)
+	case idem.EffectDone:
+		if c.s.crashes(c.scope) { // after complete, before the response
+			return
+		}
+		c.reply()
+	}
+}
+
+func (c *serverCall) apply(ev core.Event) {
+	w := c.s.w
+	if w.cfg.Policy == PolicyNoFencing && ev.Kind != core.EventReserve {
+		// The anti-pattern: write the outcome whoever owns the record now.
+		snap, _ := w.mem.Load(context.Background(), c.att.req.key)
+		if snap.Record.Token != 0 {
+			ev.Token = snap.Record.Token
+		}
+	}
+	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: ev.Kind, attempt: c.token}
+	w.runOp(c.s, c.epoch, meta, ev, func(a idem.Applied, err error) {
+		c.call.Applied(a, err)
+		c.advance()
+	})
+}
+
+// runOp applies ev through an idem.Op, one store call at a time, each with
+// its latency: the call applies halfway, the answer arrives at the end.
+func (w *world) runOp(s *server, epoch int, meta opMeta, ev core.Event, done func(idem.Applied, error)) {
+	op := idem.NewOp(&w.policy, w.metrics, w.scopes[meta.scope], ev)
+	store := w.storeView()
+	var step func()
+	step = func() {
+		lat := w.storeLatency()
+		s.at(epoch, lat/2, func() {
+			w.cur = meta
+			op.Do(context.Background(), store)
+			w.cur = opMeta{scope: -1}
+			s.at(epoch, lat-lat/2, func() {
+				if op.Pending() != idem.OpDone {
+					step()
+					return
+				}
+				a, err := op.Result()
+				if err != nil {
+					w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatStoreError, Arg: int64(ev.Kind)})
+				} else {
+					w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(ev.Kind)})
+				}
+				done(a, err)
+			})
+		})
+	}
+	step()
+}
+
+// storeView is the store as the policy sees it. lease-reexecute's view shows
+// a record whose lease expired as failed_retryable, so that the core hands
+// the key to a new attempt: the anti-pattern of re-running on lease expiry.
+func (w *world) storeView() idem.Store {
+	if w.cfg.Policy == PolicyLeaseReexecute {
+		return leaseReexecuteView{w.store}
+	}
+	return w.store
+}
+
+type leaseReexecuteView struct{ *faultyStore }
+
+func (v leaseReexecuteView) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+	snap, err := v.faultyStore.Load(ctx, scope)
+	r := &snap.Record
+	expired := r.Status == core.StatusInProgress && !snap.Now.Before(r.LockedUntil)
+	if err == nil && (expired || r.Status == core.StatusUnknown && r.LastErrorCode == core.CodeLeaseExpired) {
+		r.Status = core.StatusFailedRetryable
+	}
+	return snap, err
+}
+
+// waiter is a server waiting for a record to change, or for its time.
+type waiter struct {
+	fired bool
+	fn    func()
+}
+
+func (wt *waiter) wake() {
+	if !wt.fired {
+		wt.fired = true
+		wt.fn()
+	}
+}
+
+func (c *serverCall) wait(eff idem.Effect) {
+	w := c.s.w
+	start := w.now
+	wt := &waiter{}
+	wt.fn = func() {
+		c.s.run(c.epoch, func() {
+			c.call.Waited(timeSince(w.now, start))
+			c.advance()
+		})
+	}
+	w.waiters[c.scope] = append(w.waiters[c.scope], wt)
+	w.after(int64(eff.Wait), wt.wake)
+}
+
+// runAction is the caller's action: a charge through the payment gateway,
+// with the attempt's lease end as the deadline the gateway enforces, and a
+// heartbeat beside it.
+func (c *serverCall) runAction(at idem.Attempt) {
+	w, s := c.s.w, c.s
+	req := c.att.req
+	w.check.gatewayCall(c.scope, at.Token)
+	w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: at.Token})
+	c.heartbeat(at.Token)
+	finished := false
+	finish := func(out idem.Outcome, how int64) {
+		if finished {
+			return
+		}
+		finished = true
+		c.hbStop = true
+		w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatOutcome, Token: at.Token, Arg: how})
+		if s.crashes(c.scope) { // after the side effect, before complete
+			return
+		}
+		if w.cfg.Policy == PolicyEvictUnknown && how == outcomeUnknown {
+			out.Err = idem.NotExecuted(out.Err) // the anti-pattern: a timeout taken for "did not happen"
+		}
+		c.call.Ran(out)
+		c.advance()
+	}
+	if w.fault(FaultGatewayRefuse, w.rng.gateway) {
+		s.at(c.epoch, w.netLatency(), func() { finish(idem.Outcome{Err: idem.NotExecuted(errGatewayRefused)}, outcomeNotExecuted) })
+		return
+	}
+	pauseBefore, pauseAfter := false, false
+	if w.fault(FaultPause, w.rng.servers) {
+		pauseBefore = w.rng.servers.IntN(2) == 0
+		pauseAfter = !pauseBefore
+	}
+	deadline := at.LockedUntil
+	send := func() {
+		s.at(c.epoch, int64(w.cfg.GatewayTimeout), func() { finish(idem.Outcome{Err: errGatewayTimeout}, outcomeUnknown) })
+		if w.fault(FaultDisconnect, w.rng.net) {
+			// The client hangs up; the handler's context is cancelled mid-call.
+			s.at(c.epoch, w.rng.net.Int64N(int64(w.cfg.GatewayTimeout)), func() {
+				finish(idem.Outcome{Err: context.Canceled}, outcomeUnknown)
+			})
+		}
+		if w.fault(FaultGatewayTimeoutBefore, w.rng.gateway) {
+			w.log(Event{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 2})
+			return
+		}
+		w.after(w.netLatency(), func() {
+			res := w.gateway.handle(w, c.scope, req, at.Token, deadline)
+			back := w.gatewayLatency() + w.netLatency()
+			w.after(back, func() {
+				if res.charge != nil && w.fault(FaultGatewayTimeoutAfter, w.rng.gateway) {
+					w.log(Event{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 3})
+					return
+				}
+				s.run(c.epoch, func() {
+					if pauseAfter {
+						s.pause(c.scope) // a zombie: it wakes after its lease and tries to complete
+					}
+					s.run(c.epoch, func() {
+						if res.charge == nil {
+							finish(idem.Outcome{Err: idem.NotExecuted(errDeadlinePassed)}, outcomeNotExecuted)
+							return
+						}
+						finish(idem.Outcome{Response: res.charge.response()}, outcomeCompleted)
+					})
+				})
+			})
+		})
+	}
+	if pauseBefore {
+		s.pause(c.scope) // a zombie that sends its request after its lease
+	}
+	s.run(c.epoch, send)
+}
+
+const (
+	outcomeCompleted int64 = iota
+	outcomeNotExecuted
+	outcomeUnknown
+)
+
+// heartbeat extends the attempt's lease every third of it until the action ends.
+func (c *serverCall) heartbeat(token core.Token) {
+	w := c.s.w
+	interval := int64(w.policy.LeaseDuration / 3)
+	var beat func()
+	beat = func() {
+		if c.hbStop {
+			return
+		}
+		meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: core.EventHeartbeat, attempt: token}
+		ev := core.Event{Kind: core.EventHeartbeat, Token: token}
+		if w.cfg.Policy == PolicyNoFencing {
+			if snap, _ := w.mem.Load(context.Background(), c.att.req.key); snap.Record.Token != 0 {
+				ev.Token = snap.Record.Token
+			}
+		}
+		w.runOp(c.s, c.epoch, meta, ev, func(a idem.Applied, err error) {
+			if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
+				c.hbStop = true
+				return
+			}
+			c.s.at(c.epoch, interval, beat)
+		})
+	}
+	c.s.at(c.epoch, interval, beat)
+}
+
+// answer is what a client hears back.
+type answer struct {
+	status     int
+	definitive bool          // a stored or replayed outcome, or 422
+	response   core.Response // for a definitive outcome
+	retryAfter int64
+	kind       idem.ResultKind
+}
+
+func toAnswer(r idem.Result, err error) answer {
+	if err == nil {
+		return answer{status: r.Response.StatusCode, definitive: true, response: r.Response, kind: r.Kind}
+	}
+	var e *idem.Error
+	if errors.As(err, &e) {
+		return answer{status: e.Status, definitive: e.Code == idem.CodeKeyMisuse, retryAfter: int64(e.RetryAfter)}
+	}
+	return answer{status: http.StatusInternalServerError}
+}
+
+func (c *serverCall) reply() {
+	c.s.w.sendAnswer(c.s, c.att, toAnswer(c.call.Result()))
+}
+
+// sendAnswer sends a to the client of att, through the lossy network.
+func (w *world) sendAnswer(s *server, att *attempt, a answer) {
+	scope := att.req.scope
+	w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatReply, Arg: int64(a.status)})
+	w.report.reply(a)
+	if w.fault(FaultLostResponse, w.rng.net) {
+		w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatLost, Arg: 1})
+		return
+	}
+	w.after(w.netLatency(), func() { att.req.c.receive(att, a) })
+}
+
+// naive is the seed's bad example: look the key up, and if it was not done,
+// execute, then remember the key. No reservation, no lease, no fencing.
+func (s *server) naive(epoch int, att *attempt) {
+	w := s.w
+	req := att.req
+	meta := opMeta{actor: ActorServer, actorID: s.id, scope: req.scope, event: core.EventReserve}
+	s.at(epoch, w.storeLatency(), func() {
+		w.cur = meta
+		snap, err := w.store.Load(context.Background(), req.key)
+		w.cur = opMeta{scope: -1}
+		if err != nil {
+			w.sendAnswer(s, att, answer{status: http.StatusServiceUnavailable})
+			return
+		}
+		if snap.Record.Status == core.StatusCompleted {
+			w.sendAnswer(s, att, answer{status: snap.Record.Response.StatusCode, definitive: true, response: snap.Record.Response, kind: idem.ResultReplayed})
+			return
+		}
+		w.check.gatewayCall(req.scope, snap.FreshToken)
+		w.log(Event{Scope: req.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: snap.FreshToken})
+		w.after(w.netLatency(), func() {
+			res := w.gateway.handle(w, req.scope, req, snap.FreshToken, w.Time().Add(w.policy.TTL))
+			s.at(epoch, w.gatewayLatency()+w.netLatency(), func() {
+				resp := res.charge.response()
+				rec := core.Record{
+					Scope: req.key, Status: core.StatusCompleted, Fingerprint: req.fp, Token: snap.FreshToken, Version: 1,
+					Response: resp, CreatedAt: w.Time(), CompletedAt: w.Time(), ExpiresAt: w.Time().Add(w.policy.TTL),
+				}
+				s.at(epoch, w.storeLatency(), func() {
+					w.cur = meta
+					_ = w.store.Insert(context.Background(), &rec)
+					w.cur = opMeta{scope: -1}
+					w.sendAnswer(s, att, answer{status: resp.StatusCode, definitive: true, response: resp, kind: idem.ResultExecuted})
+				})
+			})
+		})
+	})
+}
+
+func timeSince(now, start int64) time.Duration { return time.Duration(now - start) }

@@ -1,0 +1,230 @@
+// Package sim is the deterministic fault simulator of idem: many clients,
+// servers running the real executor over the real core and memory store, a
+// payment gateway with a ledger of real charges, a reconciler and a sweeper,
+// all on one virtual clock in one goroutine. Faults (SPEC §8) are injected by
+// wrappers around the real components; the checkers, separate from the
+// injectors, hold every run to the invariants of SPEC §6. One seed drives
+// every random choice, so a failing run is reproduced by its seed.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// world is one run.
+type world struct {
+	clock
+	cfg     Config
+	rates   [faultCount]float64
+	rng     rngs
+	healed  bool
+	healAt  int64
+	stopped bool // a checker found a violation
+
+	policy  core.Policy
+	mem     *memstore.Store
+	store   *faultyStore
+	metrics *idem.MemMetrics
+	ex      *idem.Executor
+
+	servers  []*server
+	clients  []*client
+	requests []*request
+	scopes   []core.Scope
+	scopeIdx map[core.Scope]int32
+	gateway  gateway
+	waiters  map[int32][]*waiter
+	cur      opMeta // who is behind the store call in progress
+
+	check  checker
+	events []Event
+	report Report
+}
+
+// Run runs one simulation and returns its report. It never panics on a
+// valid config; an invalid one is an error.
+func Run(cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := newWorld(cfg)
+	w.start()
+	w.loop()
+	w.finish()
+	return &w.report, nil
+}
+
+func newWorld(cfg Config) *world {
+	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &idem.MemMetrics{}}
+	w.rates = cfg.rates(w.rng.swarm)
+	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8})
+	w.store = &faultyStore{w: w, inner: w.mem}
+	ex, err := idem.New(w.store, idem.WithPolicy(w.policy), idem.WithMetrics(w.metrics))
+	if err != nil {
+		panic(err) // unreachable: the policy was validated
+	}
+	w.ex = ex
+	w.scopeIdx = map[core.Scope]int32{}
+	w.waiters = map[int32][]*waiter{}
+	w.gateway.init()
+	w.check.init(w)
+	w.report.init(w)
+	return w
+}
+
+// fault reports whether f fires now, drawing from r. Faults fire only in the
+// fault phase.
+func (w *world) fault(f Fault, r *rand.Rand) bool {
+	rate := w.rates[f]
+	return rate > 0 && !w.healed && r.Float64() < rate
+}
+
+// log records a trace event at the current time.
+func (w *world) log(e Event) {
+	e.At = w.now
+	w.events = append(w.events, e)
+}
+
+func (w *world) scopeOf(s core.Scope) int32 {
+	if i, ok := w.scopeIdx[s]; ok {
+		return i
+	}
+	i := int32(len(w.scopes))
+	w.scopes = append(w.scopes, s)
+	w.scopeIdx[s] = i
+	return i
+}
+
+func (w *world) start() {
+	for i := range w.cfg.Servers {
+		w.servers = append(w.servers, &server{w: w, id: int32(i), alive: true})
+	}
+	for i := range w.cfg.Clients {
+		w.clients = append(w.clients, &client{w: w, id: int32(i)})
+	}
+	// Requests go round the clients and start at random times in the
+	// arrival window.
+	for i := range w.cfg.Requests {
+		c := w.clients[i%len(w.clients)]
+		at := w.rng.clients.Int64N(int64(w.cfg.Arrival))
+		w.after(at, func() { c.newRequest() })
+	}
+	w.after(int64(w.cfg.Arrival), w.heal)
+	w.after(int64(w.cfg.ReconcileEvery), w.reconcileTick)
+	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
+}
+
+// deadline is when the run gives up waiting for convergence: past it,
+// anything unsettled breaks invariant 5 or 6.
+func (w *world) convergeBound() int64 {
+	p := &w.policy
+	return int64(3*p.LeaseDuration + 10*p.ReconcileBackoffCap + 10*w.cfg.ClientBackoffCap + 4*w.cfg.ClientTimeout + 20*w.cfg.ReconcileEvery)
+}
+
+func (w *world) loop() {
+	for len(w.queue) > 0 && !w.stopped {
+		e := w.queue.pop()
+		w.now = e.at
+		e.fn()
+		if w.healed && w.now > w.healAt+w.convergeBound() {
+			return
+		}
+	}
+}
+
+func (w *world) heal() {
+	w.healed = true
+	w.healAt = w.now
+	w.log(Event{Scope: -1, Actor: ActorWorld, What: WhatHeal})
+}
+
+// settled reports whether the run is over: faults stopped, every request has
+// its answer, and no record is in progress or unknown.
+func (w *world) settled() bool {
+	if !w.healed || w.report.Done < len(w.requests) || len(w.requests) < w.cfg.Requests {
+		return false
+	}
+	for _, s := range w.scopes {
+		snap, _ := w.mem.Load(context.Background(), s)
+		if st := snap.Record.Status; st == core.StatusInProgress || st == core.StatusUnknown {
+			return false
+		}
+	}
+	return true
+}
+
+// actor runs fn as a periodic worker's step, telling the store who it is.
+func (w *world) actor(a Actor, fn func()) {
+	w.cur = opMeta{actor: a, scope: -1}
+	fn()
+	w.cur = opMeta{scope: -1}
+}
+
+func (w *world) reconcileTick() {
+	if w.stopped {
+		return
+	}
+	r := idem.Reconciler{Store: w.store, Policy: w.policy, Metrics: w.metrics, BatchSize: 50, Check: w.reconcileCheck}
+	w.actor(ActorReconciler, func() { _, _ = r.RunOnce(context.Background()) })
+	if w.settled() {
+		w.stopped = true // converged: nothing left to do
+		w.report.Converged = true
+		return
+	}
+	w.after(int64(w.cfg.ReconcileEvery), w.reconcileTick)
+}
+
+func (w *world) sweepTick() {
+	if w.stopped {
+		return
+	}
+	s := idem.Sweeper{Store: w.store, Policy: w.policy, Metrics: w.metrics, BatchSize: 50}
+	w.actor(ActorSweeper, func() { _, _ = s.RunOnce(context.Background()) })
+	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
+}
+
+// reconcileCheck is the reconciler's look at the truth: the gateway's
+// ledger. An attempt can still land a charge until its lease end (the
+// deadline it passed to the gateway), so before then it is still unknown.
+func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding, error) {
+	if ch := w.gateway.find(rec.Scope, rec.Token); ch != nil {
+		return idem.Finding{Outcome: core.ResolveExecuted, Response: ch.response()}, nil
+	}
+	if w.Time().Before(rec.LockedUntil) {
+		return idem.Finding{Outcome: core.ResolveStillUnknown}, nil
+	}
+	return idem.Finding{Outcome: core.ResolveNotExecuted}, nil
+}
+
+// applied hears every write the store applied, before any fault hides it.
+func (w *world) applied(rec *core.Record, kind core.WriteKind, expectToken core.Token) {
+	m := w.cur
+	w.log(Event{Scope: m.scope, Actor: ActorStore, What: WhatWrite, Token: rec.Token, Arg: int64(kind), Arg2: int64(rec.Status)})
+	w.check.write(m, rec, kind, expectToken)
+	// Wake the servers waiting on this scope.
+	if ws := w.waiters[m.scope]; len(ws) > 0 {
+		delete(w.waiters, m.scope)
+		for _, wt := range ws {
+			wt.wake()
+		}
+	}
+}
+
+// finish runs the end-of-run checks and fills the report.
+func (w *world) finish() {
+	if !w.stopped || w.report.Converged {
+		w.check.final()
+	}
+	w.report.finish(w)
+}
+
+func (w *world) String() string {
+	return fmt.Sprintf("seed %d at %v", w.cfg.Seed, time.Duration(w.now))
+}

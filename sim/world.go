@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// epoch is virtual time zero.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// event is one thing scheduled to happen at a virtual instant. seq breaks
+// ties in scheduling order, so that a run is a pure function of its seed.
+type event struct {
+	at  int64
+	seq uint64
+	fn  func()
+}
+
+// queue is a binary min-heap of events ordered by (at, seq). It is written
+// out rather than built on container/heap to avoid boxing every event.
+type queue []event
+
+func (q queue) less(i, j int) bool {
+	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].seq < q[j].seq)
+}
+
+func (q *queue) push(e event) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *queue) pop() event {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = event{}
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
+}
+
+// clock is the virtual time and the event queue of one run.
+type clock struct {
+	now   int64 // nanoseconds since epoch
+	seq   uint64
+	queue queue
+}
+
+// after schedules fn d from now.
+func (c *clock) after(d int64, fn func()) {
+	c.seq++
+	c.queue.push(event{at: c.now + max(d, 0), seq: c.seq, fn: fn})
+}
+
+// Time is the virtual time as a time.Time, the store's clock.
+func (c *clock) Time() time.Time { return epoch.Add(time.Duration(c.now)) }
+
+// rngs are the components' random sources: each its own sub-seed of the run's
+// seed, so that changing one component's parameters does not reshuffle the
+// choices of the others.
+type rngs struct {
+	swarm, clients, servers, net, store, gateway *rand.Rand
+}
+
+func newRngs(seed uint64) rngs {
+	sub := func(component uint64) *rand.Rand {
+		return rand.New(rand.NewPCG(splitmix(seed^component*0x9e3779b97f4a7c15), splitmix(seed+component)))
+	}
+	return rngs{swarm: sub(1), clients: sub(2), servers: sub(3), net: sub(4), store: sub(5), gateway: sub(6)}
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// between draws a duration uniformly in [lo, hi].
+func between(r *rand.Rand, lo, hi time.Duration) int64 {
+	if hi <= lo {
+		return int64(lo)
+	}
+	return int64(lo) + r.Int64N(int64(hi-lo)+1)
+}
