@@ -5,7 +5,18 @@ BENCHCOUNT ?= 6
 
 FUZZPKGS ?= ./fingerprint/
 
-.PHONY: test bench cover fuzz bench-fingerprint
+SIMSEEDS ?= 500
+
+.PHONY: sim sim-long test bench cover fuzz bench-fingerprint
+
+## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
+sim:
+	$(GO) run ./cmd/simrun -seeds $(SIMSEEDS) -faults all
+
+## sim-long: ten million simulated requests (see BENCHMARKS.md)
+sim-long:
+	$(GO) build -o bin/simrun ./cmd/simrun
+	time ./bin/simrun -seeds 10000 -requests 1000
 
 ## test: vet, then every test with the race detector (under 5 minutes here);
 ## the fingerprint comparison module checks our bytes against gowebpki/jcs

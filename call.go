@@ -165,7 +165,11 @@ type Call struct {
 	deadline time.Time     // end of the in-flight wait on the store's clock, once started
 	waited   time.Duration // time the host reports having waited
 	attempt  Attempt
-	wait     Effect
+	wait     struct {
+		version uint64
+		token   Token
+		d       time.Duration
+	}
 	outcome  Outcome
 	finalErr error // the error to return once the outcome is recorded
 
@@ -191,7 +195,7 @@ func (c *Call) Next() Effect {
 	case callReserve, callRecord:
 		return Effect{Kind: EffectApply, Event: c.event}
 	case callWait:
-		return c.wait
+		return Effect{Kind: EffectWait, Version: c.wait.version, Token: c.wait.token, Wait: c.wait.d}
 	case callRun:
 		return Effect{Kind: EffectRun, Attempt: c.attempt}
 	}
@@ -244,7 +248,7 @@ func (c *Call) reserved(a *Applied, err error) {
 		// not move, as a test's, must not make the wait endless).
 		if remaining := min(c.deadline.Sub(a.Now), c.policy.InFlightWait-c.waited); remaining > 0 {
 			c.state = callWait
-			c.wait = Effect{Kind: EffectWait, Version: a.Record.Version, Token: a.Record.Token, Wait: remaining}
+			c.wait.version, c.wait.token, c.wait.d = a.Record.Version, a.Record.Token, remaining
 			return
 		}
 		e := newError(ErrInProgress, nil, d.RetryAfter)

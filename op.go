@@ -65,10 +65,18 @@ type Op struct {
 // NewOp prepares ev for scope. Now, and for Reserve the token, come from the
 // store's snapshot; whatever ev holds there is replaced.
 func NewOp(p *Policy, m Metrics, scope Scope, ev core.Event) *Op {
+	o := new(Op)
+	o.Reset(p, m, scope, ev)
+	return o
+}
+
+// Reset makes o a new Op for ev, as NewOp does, so that a host applying many
+// events can reuse one Op instead of allocating each.
+func (o *Op) Reset(p *Policy, m Metrics, scope Scope, ev core.Event) {
 	if m == nil {
 		m = NopMetrics{}
 	}
-	return &Op{policy: p, metrics: m, scope: scope, event: ev}
+	*o = Op{policy: p, metrics: m, scope: scope, event: ev}
 }
 
 // Pending is the store call Do will make next, or OpDone.

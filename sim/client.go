@@ -3,7 +3,6 @@ package sim
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 
 	"github.com/idemkit/idem/core"
 )
@@ -11,9 +10,10 @@ import (
 // client sends payment requests, times out, retries with backoff and
 // jitter, and sometimes misbehaves as SPEC §8 says.
 type client struct {
-	w    *world
-	id   int32
-	keys []core.Scope // keys it used, for a buggy reuse
+	w         *world
+	id        int32
+	principal string
+	keys      []core.Scope // keys it used, for a buggy reuse
 }
 
 // request is one logical payment: the same key and payload on every retry.
@@ -50,7 +50,7 @@ func (c *client) newRequest() {
 		req.key = c.keys[w.rng.clients.IntN(len(c.keys))]
 		req.misuse = true
 	} else {
-		req.key = core.Scope{Tenant: "acme", Principal: fmt.Sprintf("client-%d", c.id), UseCase: "payments.create", Key: uuid(w.rng.clients.Uint64(), w.rng.clients.Uint64())}
+		req.key = core.Scope{Tenant: "acme", Principal: c.principal, UseCase: "payments.create", Key: uuid(w.rng.clients.Uint64(), w.rng.clients.Uint64())}
 		c.keys = append(c.keys, req.key)
 	}
 	req.scope = w.scopeOf(req.key)
@@ -72,8 +72,27 @@ func payloadFingerprint(amount, payload int64) core.Fingerprint {
 // keyOnly is the no-fingerprint policy's "fingerprint": the key alone.
 func keyOnly(key string) core.Fingerprint { return sha256.Sum256([]byte(key)) }
 
+// uuid formats 128 random bits as a version 4 UUID.
 func uuid(a, b uint64) string {
-	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xfff, 0x8000|(b>>48)&0x3fff, b&0xffffffffffff)
+	const digits = "0123456789abcdef"
+	var u [36]byte
+	a = a&^(0xf<<12) | 4<<12   // version 4
+	b = b&^(0x3<<62) | 0x2<<62 // variant 10
+	bits := [32]byte{}
+	for i := range 16 {
+		bits[i] = digits[a>>(60-4*i)&0xf]
+		bits[16+i] = digits[b>>(60-4*i)&0xf]
+	}
+	j := 0
+	for i := range u {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			u[i] = '-'
+			continue
+		}
+		u[i] = bits[j]
+		j++
+	}
+	return string(u[:])
 }
 
 func (c *client) send(req *request) {

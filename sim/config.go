@@ -209,8 +209,8 @@ func DefaultConfig() Config {
 		ClientBackoffBase: 50 * time.Millisecond,
 		ClientBackoffCap:  2 * time.Second,
 		RestartDelay:      500 * time.Millisecond,
-		ReconcileEvery:    200 * time.Millisecond,
-		SweepEvery:        500 * time.Millisecond,
+		ReconcileEvery:    500 * time.Millisecond,
+		SweepEvery:        time.Second,
 	}
 	for f := range c.FaultRate {
 		c.FaultRate[f] = DefaultFaultRate

@@ -32,9 +32,9 @@ func RunSeeds(cfg Config, n, workers int, keep func(*Report) bool, progress func
 				}
 				c := cfg
 				c.Seed = cfg.Seed + uint64(i)
-				r, _ := Run(c) // cannot fail: cfg was validated
+				r := run(c, false)
 				if keep == nil || !keep(r) {
-					r.Events, r.Scopes = nil, nil
+					r.Events = nil
 				}
 				reports[i] = r
 				if progress != nil {

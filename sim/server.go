@@ -28,9 +28,7 @@ type server struct {
 }
 
 // at schedules fn on the server d from now.
-func (s *server) at(epoch int, d int64, fn func()) {
-	s.w.after(d, func() { s.run(epoch, fn) })
-}
+func (s *server) at(epoch int, d int64, fn func()) { s.w.afterOn(s, epoch, d, fn) }
 
 // run runs fn now unless the server crashed since epoch; while the server is
 // paused, fn waits for the pause to end.
@@ -39,7 +37,7 @@ func (s *server) run(epoch int, fn func()) {
 		return
 	}
 	if s.w.now < s.pausedUntil {
-		s.w.after(s.pausedUntil-s.w.now, func() { s.run(epoch, fn) })
+		s.at(epoch, s.pausedUntil-s.w.now, fn)
 		return
 	}
 	fn()
@@ -107,6 +105,8 @@ type serverCall struct {
 	call   *idem.Call
 	token  core.Token // the attempt's own token, once granted
 	hbStop bool
+	op     idem.Op // reused by every apply of the call, one at a time
+	hbOp   idem.Op // the heartbeat's, which runs beside the action
 }
 
 func (c *serverCall) advance() {
@@ -139,37 +139,35 @@ func (c *serverCall) apply(ev core.Event) {
 		}
 	}
 	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: ev.Kind, attempt: c.token}
-	w.runOp(c.s, c.epoch, meta, ev, func(a idem.Applied, err error) {
+	w.runOp(c.s, c.epoch, meta, &c.op, ev, func(a idem.Applied, err error) {
 		c.call.Applied(a, err)
 		c.advance()
 	})
 }
 
-// runOp applies ev through an idem.Op, one store call at a time, each with
-// its latency: the call applies halfway, the answer arrives at the end.
-func (w *world) runOp(s *server, epoch int, meta opMeta, ev core.Event, done func(idem.Applied, error)) {
-	op := idem.NewOp(&w.policy, w.metrics, w.scopes[meta.scope], ev)
+// runOp applies ev through an idem.Op, one store call at a time: each call
+// takes effect when it is made, and its answer arrives after the store's
+// latency, with the world going on in between.
+func (w *world) runOp(s *server, epoch int, meta opMeta, op *idem.Op, ev core.Event, done func(idem.Applied, error)) {
+	op.Reset(&w.policy, w.metrics, w.scopes[meta.scope], ev)
 	store := w.storeView()
 	var step func()
 	step = func() {
-		lat := w.storeLatency()
-		s.at(epoch, lat/2, func() {
-			w.cur = meta
-			op.Do(context.Background(), store)
-			w.cur = opMeta{scope: -1}
-			s.at(epoch, lat-lat/2, func() {
-				if op.Pending() != idem.OpDone {
-					step()
-					return
-				}
-				a, err := op.Result()
-				if err != nil {
-					w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatStoreError, Arg: int64(ev.Kind)})
-				} else {
-					w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(ev.Kind)})
-				}
-				done(a, err)
-			})
+		w.cur = meta
+		op.Do(context.Background(), store)
+		w.cur = opMeta{scope: -1}
+		s.at(epoch, w.storeLatency(), func() {
+			if op.Pending() != idem.OpDone {
+				step()
+				return
+			}
+			a, err := op.Result()
+			if err != nil {
+				w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatStoreError, Arg: int64(ev.Kind)})
+			} else {
+				w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(ev.Kind)})
+			}
+			done(a, err)
 		})
 	}
 	step()
@@ -323,7 +321,7 @@ func (c *serverCall) heartbeat(token core.Token) {
 				ev.Token = snap.Record.Token
 			}
 		}
-		w.runOp(c.s, c.epoch, meta, ev, func(a idem.Applied, err error) {
+		w.runOp(c.s, c.epoch, meta, &c.hbOp, ev, func(a idem.Applied, err error) {
 			if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
 				c.hbStop = true
 				return

@@ -43,26 +43,37 @@ type world struct {
 	waiters  map[int32][]*waiter
 	cur      opMeta // who is behind the store call in progress
 
-	check  checker
-	events []Event
-	report Report
+	check   checker
+	tracing bool // keep every event (else a violation is traced by running its seed again)
+	events  []Event
+	report  Report
 }
 
-// Run runs one simulation and returns its report. It never panics on a
-// valid config; an invalid one is an error.
+// Run runs one simulation and returns its report, with the trace of every
+// event. It never panics on a valid config; an invalid one is an error.
 func Run(cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := newWorld(cfg)
+	return run(cfg, true), nil
+}
+
+// run runs cfg. Without tracing it keeps no events, which is faster; a run
+// that breaks an invariant is run again with tracing, so that its report
+// holds the events of the violating scope. The same seed gives the same run.
+func run(cfg Config, tracing bool) *Report {
+	w := newWorld(cfg, tracing)
 	w.start()
 	w.loop()
 	w.finish()
-	return &w.report, nil
+	if len(w.report.Violations) > 0 && !tracing {
+		return run(cfg, true)
+	}
+	return &w.report
 }
 
-func newWorld(cfg Config) *world {
-	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &idem.MemMetrics{}}
+func newWorld(cfg Config, tracing bool) *world {
+	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &idem.MemMetrics{}, tracing: tracing}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8})
 	w.store = &faultyStore{w: w, inner: w.mem}
@@ -88,6 +99,9 @@ func (w *world) fault(f Fault, r *rand.Rand) bool {
 
 // log records a trace event at the current time.
 func (w *world) log(e Event) {
+	if !w.tracing {
+		return
+	}
 	e.At = w.now
 	w.events = append(w.events, e)
 }
@@ -107,7 +121,7 @@ func (w *world) start() {
 		w.servers = append(w.servers, &server{w: w, id: int32(i), alive: true})
 	}
 	for i := range w.cfg.Clients {
-		w.clients = append(w.clients, &client{w: w, id: int32(i)})
+		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i)})
 	}
 	// Requests go round the clients and start at random times in the
 	// arrival window.
@@ -130,9 +144,12 @@ func (w *world) convergeBound() int64 {
 
 func (w *world) loop() {
 	for len(w.queue) > 0 && !w.stopped {
-		e := w.queue.pop()
-		w.now = e.at
-		e.fn()
+		e := w.next()
+		if e.srv != nil {
+			e.srv.run(e.epoch, e.fn)
+		} else {
+			e.fn()
+		}
 		if w.healed && w.now > w.healAt+w.convergeBound() {
 			return
 		}

@@ -1,23 +1,167 @@
 package sim
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 )
 
-func TestSmoke(t *testing.T) {
-	for seed := uint64(1); seed <= 5; seed++ {
-		cfg := DefaultConfig()
-		cfg.Seed = seed
-		r, err := Run(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("seed %d: req=%d done=%d exec=%d charges=%d replays=%d 409=%d 422=%d 503=%d 5xx=%d conv=%v max=%v vt=%v events=%d", seed, r.Requests, r.Done, r.Executions, r.Charges, r.Replays, r.Status409, r.Status422, r.Status503, r.Status5xx, r.Converged, r.ConvergeMax, r.VirtualTime, len(r.Events))
-		for _, v := range r.Violations {
-			t.Errorf("violation %d %s %s: %s", v.Invariant, v.Name, v.Scope, v.Detail)
-			for _, e := range v.Events {
-				t.Log(e)
+// baselineSeeds is how many seeds of the default settings each baseline
+// gets to be caught in (issue: within 200).
+const baselineSeeds = 200
+
+// TestBaselinesAreCaughtAndCorrectPasses runs the same seeds with every
+// policy: each anti-pattern must break an invariant within baselineSeeds
+// seeds, and the correct policy must break none on any of them.
+func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
+	cfg := DefaultConfig()
+	seeds := baselineSeeds
+	if testing.Short() {
+		seeds = 50
+	}
+	for _, p := range Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			c := cfg
+			c.Policy = p
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				c.Seed = seed
+				r, err := Run(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p == PolicyCorrect {
+					for _, v := range r.Violations {
+						t.Fatalf("seed %d: invariant %d (%s) in %s: %s\n%s\nreproduce: %s", seed, v.Invariant, v.Name, v.Scope, v.Detail, strings.Join(v.Events, "\n"), c.Command())
+					}
+					if !r.Converged || r.Done != r.Requests || r.Requests != c.Requests {
+						t.Fatalf("seed %d: did not converge (%d/%d answered)", seed, r.Done, r.Requests)
+					}
+					continue
+				}
+				if len(r.Violations) > 0 {
+					v := r.Violations[0]
+					t.Logf("caught at seed %d: invariant %d (%s): %s", seed, v.Invariant, v.Name, v.Detail)
+					return
+				}
 			}
+			if p != PolicyCorrect {
+				t.Fatalf("%v was not caught in %d seeds", p, seeds)
+			}
+		})
+	}
+}
+
+// TestEveryFaultAtOnce runs the correct policy with every fault on at a high
+// fixed rate (no swarm), and with the gateway deduplicating as well.
+func TestEveryFaultAtOnce(t *testing.T) {
+	for _, idempotentGateway := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.Swarm = false
+		cfg.GatewayIdempotent = idempotentGateway
+		for f := range cfg.FaultRate {
+			cfg.FaultRate[f] = 0.05
+		}
+		for seed := uint64(1); seed <= 20; seed++ {
+			cfg.Seed = seed
+			r, err := Run(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range r.Violations {
+				t.Fatalf("%s: invariant %d: %s\n%s", cfg.Command(), v.Invariant, v.Detail, strings.Join(v.Events, "\n"))
+			}
+		}
+	}
+}
+
+// TestFaultsFire checks that every injector actually fires, so that a
+// passing run is not a quiet one.
+func TestFaultsFire(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Swarm = false
+	for f := range cfg.FaultRate {
+		cfg.FaultRate[f] = 0.05
+	}
+	cfg.Seed = 7
+	r, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[What]int{}
+	for _, e := range r.Events {
+		seen[e.What]++
+	}
+	for _, w := range []What{WhatCrash, WhatRestart, WhatLost, WhatPause, WhatFaultAfter, WhatStoreError, WhatDecline, WhatDeadline, WhatTimeout, WhatRefused} {
+		if seen[w] == 0 {
+			t.Errorf("no %v event in a run with every fault at 5%%", w)
+		}
+	}
+	if r.Status422 == 0 || r.Replays == 0 || r.Status409 == 0 || r.Status503 == 0 {
+		t.Errorf("answers: 422=%d replays=%d 409=%d 503=%d", r.Status422, r.Replays, r.Status409, r.Status503)
+	}
+	for _, c := range r.Counters {
+		if c.Value == 0 && !strings.Contains(c.Name, "ttl_pruned") && !strings.Contains(c.Name, "reconcile.failed") {
+			t.Errorf("counter %s stayed 0", c.Name)
+		}
+	}
+}
+
+// TestDeterministic: the same config gives the same run, event for event.
+func TestDeterministic(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Seed = 42
+	a, _ := Run(cfg)
+	b, _ := Run(cfg)
+	if !reflect.DeepEqual(a.Events, b.Events) || fmt.Sprint(a.Counters) != fmt.Sprint(b.Counters) {
+		t.Fatal("two runs of one seed differ")
+	}
+	cfg.Seed = 43
+	c, _ := Run(cfg)
+	if reflect.DeepEqual(a.Events, c.Events) {
+		t.Fatal("two seeds gave the same run")
+	}
+}
+
+// TestSubSeeds: changing one component's parameters leaves the others'
+// random choices alone (here: the arrival times of the requests).
+func TestSubSeeds(t *testing.T) {
+	starts := func(mutate func(*Config)) []int64 {
+		cfg := DefaultConfig()
+		cfg.Faults = 0
+		mutate(&cfg)
+		r, _ := Run(cfg)
+		var s []int64
+		for _, e := range r.Events {
+			if e.What == WhatSend && e.Arg == 1 {
+				s = append(s, e.At)
+			}
+		}
+		return s
+	}
+	base := starts(func(*Config) {})
+	slower := starts(func(c *Config) {
+		c.GatewayLatencyMin, c.GatewayLatencyMax = 3*c.GatewayLatencyMin, 3*c.GatewayLatencyMax
+	})
+	if !reflect.DeepEqual(base, slower) {
+		t.Fatal("the gateway's latency changed when clients send")
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	for _, mutate := range []func(*Config){
+		func(c *Config) { c.Requests = 0 },
+		func(c *Config) { c.Clients = 0 },
+		func(c *Config) { c.Servers = -1 },
+		func(c *Config) { c.FaultRate[3] = 2 },
+		func(c *Config) { c.Lifecycle.LeaseDuration = 0 },
+		func(c *Config) { c.Policy = 99 },
+	} {
+		cfg := DefaultConfig()
+		mutate(&cfg)
+		if _, err := Run(cfg); err == nil {
+			t.Errorf("%+v accepted", cfg)
 		}
 	}
 }

@@ -8,23 +8,34 @@ import (
 // epoch is virtual time zero.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// event is one thing scheduled to happen at a virtual instant. seq breaks
-// ties in scheduling order, so that a run is a pure function of its seed.
+// event is one thing scheduled to happen at a virtual instant.
 type event struct {
-	at  int64
-	seq uint64
-	fn  func()
+	fn func()
+	// srv, if set, owns the event: it is dropped if srv crashed since
+	// epoch, and waits while srv is paused (see server.run).
+	srv   *server
+	epoch int
 }
 
-// queue is a binary min-heap of events ordered by (at, seq). It is written
-// out rather than built on container/heap to avoid boxing every event.
-type queue []event
+// item is an event's place in the queue: (at, seq) orders it, seq breaking
+// ties in scheduling order so that a run is a pure function of its seed.
+// Items hold no pointers (the event sits in clock.events), so sifting them
+// costs the garbage collector nothing.
+type item struct {
+	at  int64
+	seq uint64
+	ev  int32
+}
+
+// queue is a binary min-heap of items, written out rather than built on
+// container/heap to avoid boxing every event.
+type queue []item
 
 func (q queue) less(i, j int) bool {
 	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].seq < q[j].seq)
 }
 
-func (q *queue) push(e event) {
+func (q *queue) push(e item) {
 	*q = append(*q, e)
 	h := *q
 	for i := len(h) - 1; i > 0; {
@@ -37,12 +48,11 @@ func (q *queue) push(e event) {
 	}
 }
 
-func (q *queue) pop() event {
+func (q *queue) pop() item {
 	h := *q
 	top := h[0]
 	last := len(h) - 1
 	h[0] = h[last]
-	h[last] = event{}
 	h = h[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
@@ -64,15 +74,43 @@ func (q *queue) pop() event {
 
 // clock is the virtual time and the event queue of one run.
 type clock struct {
-	now   int64 // nanoseconds since epoch
-	seq   uint64
-	queue queue
+	now    int64 // nanoseconds since epoch
+	seq    uint64
+	queue  queue
+	events []event // the scheduled events, by item.ev
+	free   []int32 // unused indexes of events
 }
 
 // after schedules fn d from now.
-func (c *clock) after(d int64, fn func()) {
+func (c *clock) after(d int64, fn func()) { c.schedule(d, event{fn: fn}) }
+
+// afterOn schedules fn d from now on server s, as of epoch.
+func (c *clock) afterOn(s *server, epoch int, d int64, fn func()) {
+	c.schedule(d, event{fn: fn, srv: s, epoch: epoch})
+}
+
+func (c *clock) schedule(d int64, e event) {
+	var i int32
+	if n := len(c.free); n > 0 {
+		i = c.free[n-1]
+		c.free = c.free[:n-1]
+		c.events[i] = e
+	} else {
+		i = int32(len(c.events))
+		c.events = append(c.events, e)
+	}
 	c.seq++
-	c.queue.push(event{at: c.now + max(d, 0), seq: c.seq, fn: fn})
+	c.queue.push(item{at: c.now + max(d, 0), seq: c.seq, ev: i})
+}
+
+// next takes the earliest event off the queue and moves the time to it.
+func (c *clock) next() event {
+	it := c.queue.pop()
+	c.now = it.at
+	e := c.events[it.ev]
+	c.events[it.ev] = event{}
+	c.free = append(c.free, it.ev)
+	return e
 }
 
 // Time is the virtual time as a time.Time, the store's clock.

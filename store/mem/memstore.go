@@ -410,7 +410,9 @@ func (s *Store) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.R
 		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.rec.Scope.String(), b.rec.Scope.String())
+		x, y := &a.rec.Scope, &b.rec.Scope
+		return cmp.Or(cmp.Compare(x.Tenant, y.Tenant), cmp.Compare(x.Principal, y.Principal),
+			cmp.Compare(x.UseCase, y.UseCase), cmp.Compare(x.Key, y.Key))
 	})
 	out := make([]core.Record, 0, min(limit, len(found)))
 	for i := 0; i < len(found) && i < limit; i++ {
