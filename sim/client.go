@@ -38,7 +38,31 @@ type request struct {
 type attempt struct {
 	req     *request
 	n       int
-	handled bool // answered or timed out: its retry is decided
+	handled bool     // answered or timed out: its retry is decided
+	to      [2]int32 // the servers it was sent to
+}
+
+// Kinds of attempt and request events.
+const (
+	evArrive0 uint8 = iota // the attempt reaches server to[0]
+	evArrive1              // its duplicate reaches server to[1]
+	evTimeout              // the client stops waiting for it
+	evRetry                // (request) time to send again
+)
+
+func (att *attempt) handle(kind uint8) {
+	switch kind {
+	case evArrive0, evArrive1:
+		att.req.c.w.servers[att.to[kind-evArrive0]].receive(att)
+	case evTimeout:
+		att.req.c.timeout(att)
+	}
+}
+
+func (req *request) handle(kind uint8) {
+	if kind == evRetry && !req.done {
+		req.c.send(req)
+	}
 }
 
 func (c *client) newRequest() {
@@ -100,29 +124,32 @@ func (c *client) send(req *request) {
 	req.attempts++
 	att := &attempt{req: req, n: req.attempts}
 	first := w.rng.clients.IntN(len(w.servers))
-	c.deliver(att, first)
+	c.deliver(att, first, evArrive0)
 	if len(w.servers) > 1 && w.fault(FaultDuplicate, w.rng.clients) {
-		c.deliver(att, (first+1+w.rng.clients.IntN(len(w.servers)-1))%len(w.servers))
+		c.deliver(att, (first+1+w.rng.clients.IntN(len(w.servers)-1))%len(w.servers), evArrive1)
 	}
-	w.after(int64(w.cfg.ClientTimeout), func() {
-		if att.handled || req.done {
-			return
-		}
-		att.handled = true
-		w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatTimeout, Arg: int64(att.n)})
-		c.retry(req, 0)
-	})
+	w.afterH(int64(w.cfg.ClientTimeout), att, evTimeout)
 }
 
-func (c *client) deliver(att *attempt, server int) {
+func (c *client) timeout(att *attempt) {
+	req := att.req
+	if att.handled || req.done {
+		return
+	}
+	att.handled = true
+	c.w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatTimeout, Arg: int64(att.n)})
+	c.retry(req, 0)
+}
+
+func (c *client) deliver(att *attempt, server int, kind uint8) {
 	w := c.w
 	w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatSend, Arg: int64(att.n), Arg2: int64(server)})
 	if w.fault(FaultLostRequest, w.rng.net) {
 		w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatLost, Arg: 0})
 		return
 	}
-	s := w.servers[server]
-	w.after(w.netLatency(), func() { s.receive(att) })
+	att.to[kind-evArrive0] = int32(server)
+	w.afterH(w.netLatency(), att, kind)
 }
 
 // retry sends req again after at least wait, with exponential backoff and
@@ -132,12 +159,7 @@ func (c *client) retry(req *request, wait int64) {
 	req.backoffOn++
 	backoff := int64(w.cfg.ClientBackoffBase) << min(req.backoffOn, 20)
 	backoff = min(backoff, int64(w.cfg.ClientBackoffCap))
-	d := wait + w.rng.clients.Int64N(backoff+1)
-	w.after(d, func() {
-		if !req.done {
-			c.send(req)
-		}
-	})
+	w.afterH(wait+w.rng.clients.Int64N(backoff+1), req, evRetry)
 }
 
 func (c *client) refused(att *attempt) {

@@ -32,15 +32,17 @@ func (s *server) at(epoch int, d int64, fn func()) { s.w.afterOn(s, epoch, d, fn
 
 // run runs fn now unless the server crashed since epoch; while the server is
 // paused, fn waits for the pause to end.
-func (s *server) run(epoch int, fn func()) {
-	if s.epoch != epoch || !s.alive || s.w.stopped {
+func (s *server) run(epoch int, fn func()) { s.runEvent(event{fn: fn, srv: s, epoch: epoch}) }
+
+func (s *server) runEvent(e event) {
+	if s.epoch != e.epoch || !s.alive || s.w.stopped {
 		return
 	}
 	if s.w.now < s.pausedUntil {
-		s.at(epoch, s.pausedUntil-s.w.now, fn)
+		s.w.schedule(s.pausedUntil-s.w.now, e)
 		return
 	}
-	fn()
+	e.fire()
 }
 
 // crashes decides whether the server dies at this step boundary.
@@ -105,8 +107,10 @@ type serverCall struct {
 	call   *idem.Call
 	token  core.Token // the attempt's own token, once granted
 	hbStop bool
-	op     idem.Op // reused by every apply of the call, one at a time
-	hbOp   idem.Op // the heartbeat's, which runs beside the action
+	main   opRun // every apply of the call, one at a time
+	hb     opRun // the heartbeat's, which runs beside the action
+	onMain func(idem.Applied, error)
+	onHb   func(idem.Applied, error)
 }
 
 func (c *serverCall) advance() {
@@ -139,38 +143,72 @@ func (c *serverCall) apply(ev core.Event) {
 		}
 	}
 	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: ev.Kind, attempt: c.token}
-	w.runOp(c.s, c.epoch, meta, &c.op, ev, func(a idem.Applied, err error) {
-		c.call.Applied(a, err)
-		c.advance()
-	})
+	if c.onMain == nil {
+		c.onMain = func(a idem.Applied, err error) {
+			c.call.Applied(a, err)
+			c.advance()
+		}
+	}
+	w.runOp(c, &c.main, evOpStep, meta, ev, c.onMain)
 }
 
-// runOp applies ev through an idem.Op, one store call at a time: each call
-// takes effect when it is made, and its answer arrives after the store's
-// latency, with the world going on in between.
-func (w *world) runOp(s *server, epoch int, meta opMeta, op *idem.Op, ev core.Event, done func(idem.Applied, error)) {
-	op.Reset(&w.policy, w.metrics, w.scopes[meta.scope], ev)
-	store := w.storeView()
-	var step func()
-	step = func() {
-		w.cur = meta
-		op.Do(context.Background(), store)
-		w.cur = opMeta{scope: -1}
-		s.at(epoch, w.storeLatency(), func() {
-			if op.Pending() != idem.OpDone {
-				step()
-				return
-			}
-			a, err := op.Result()
-			if err != nil {
-				w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatStoreError, Arg: int64(ev.Kind)})
-			} else {
-				w.log(Event{Scope: meta.scope, Actor: ActorServer, ActorID: s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(ev.Kind)})
-			}
-			done(a, err)
-		})
+// opRun is one event being applied for a server call through an idem.Op,
+// one store call at a time: each call takes effect when it is made, and its
+// answer arrives after the store's latency, with the world going on in
+// between.
+type opRun struct {
+	op   idem.Op
+	meta opMeta
+	ev   core.EventKind
+	done func(idem.Applied, error)
+}
+
+// Kinds of serverCall events.
+const (
+	evOpStep uint8 = iota // the call's store answer arrived
+	evHbStep              // the heartbeat's store answer arrived
+	evHbTick              // time for the next heartbeat
+)
+
+func (c *serverCall) handle(kind uint8) {
+	switch kind {
+	case evOpStep:
+		c.s.w.opAnswer(c, &c.main, evOpStep)
+	case evHbStep:
+		c.s.w.opAnswer(c, &c.hb, evHbStep)
+	case evHbTick:
+		c.beat()
 	}
-	step()
+}
+
+// runOp starts applying ev for c in r; done gets the outcome.
+func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event, done func(idem.Applied, error)) {
+	r.op.Reset(&w.policy, w.metrics, w.scopes[meta.scope], ev)
+	r.meta, r.ev, r.done = meta, ev.Kind, done
+	w.opCall(c, r, kind)
+}
+
+// opCall makes r's pending store call now; its answer comes as kind.
+func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
+	w.cur = r.meta
+	r.op.Do(context.Background(), w.storeView())
+	w.cur = opMeta{scope: -1}
+	w.afterOnH(c.s, c.epoch, w.storeLatency(), c, kind)
+}
+
+func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
+	if r.op.Pending() != idem.OpDone {
+		w.opCall(c, r, kind)
+		return
+	}
+	a, err := r.op.Result()
+	m := &r.meta
+	if err != nil {
+		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(r.ev)})
+	} else {
+		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(r.ev)})
+	}
+	r.done(a, err)
 }
 
 // storeView is the store as the policy sees it. lease-reexecute's view shows
@@ -307,29 +345,31 @@ const (
 
 // heartbeat extends the attempt's lease every third of it until the action ends.
 func (c *serverCall) heartbeat(token core.Token) {
+	c.s.w.afterOnH(c.s, c.epoch, int64(c.s.w.policy.LeaseDuration/3), c, evHbTick)
+}
+
+func (c *serverCall) beat() {
 	w := c.s.w
-	interval := int64(w.policy.LeaseDuration / 3)
-	var beat func()
-	beat = func() {
-		if c.hbStop {
-			return
+	if c.hbStop {
+		return
+	}
+	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: core.EventHeartbeat, attempt: c.token}
+	ev := core.Event{Kind: core.EventHeartbeat, Token: c.token}
+	if w.cfg.Policy == PolicyNoFencing {
+		if snap, _ := w.mem.Load(context.Background(), c.att.req.key); snap.Record.Token != 0 {
+			ev.Token = snap.Record.Token
 		}
-		meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: core.EventHeartbeat, attempt: token}
-		ev := core.Event{Kind: core.EventHeartbeat, Token: token}
-		if w.cfg.Policy == PolicyNoFencing {
-			if snap, _ := w.mem.Load(context.Background(), c.att.req.key); snap.Record.Token != 0 {
-				ev.Token = snap.Record.Token
-			}
-		}
-		w.runOp(c.s, c.epoch, meta, &c.hbOp, ev, func(a idem.Applied, err error) {
+	}
+	if c.onHb == nil {
+		c.onHb = func(a idem.Applied, err error) {
 			if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
 				c.hbStop = true
 				return
 			}
-			c.s.at(c.epoch, interval, beat)
-		})
+			c.heartbeat(c.token)
+		}
 	}
-	c.s.at(c.epoch, interval, beat)
+	w.runOp(c, &c.hb, evHbStep, meta, ev, c.onHb)
 }
 
 // answer is what a client hears back.

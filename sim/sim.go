@@ -146,9 +146,9 @@ func (w *world) loop() {
 	for len(w.queue) > 0 && !w.stopped {
 		e := w.next()
 		if e.srv != nil {
-			e.srv.run(e.epoch, e.fn)
+			e.srv.runEvent(e)
 		} else {
-			e.fn()
+			e.fire()
 		}
 		if w.healed && w.now > w.healAt+w.convergeBound() {
 			return

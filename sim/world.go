@@ -8,13 +8,28 @@ import (
 // epoch is virtual time zero.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// event is one thing scheduled to happen at a virtual instant.
+// event is one thing scheduled to happen at a virtual instant: fn, or h's
+// handle(kind). The hottest events use h, a pointer the event already has,
+// so that scheduling them allocates no closure.
 type event struct {
-	fn func()
+	fn   func()
+	h    handler
+	kind uint8
 	// srv, if set, owns the event: it is dropped if srv crashed since
 	// epoch, and waits while srv is paused (see server.run).
 	srv   *server
 	epoch int
+}
+
+// handler receives events scheduled with a kind instead of a closure.
+type handler interface{ handle(kind uint8) }
+
+func (e *event) fire() {
+	if e.h != nil {
+		e.h.handle(e.kind)
+	} else {
+		e.fn()
+	}
 }
 
 // item is an event's place in the queue: (at, seq) orders it, seq breaking
@@ -27,8 +42,9 @@ type item struct {
 	ev  int32
 }
 
-// queue is a binary min-heap of items, written out rather than built on
-// container/heap to avoid boxing every event.
+// queue is a 4-ary min-heap of items: half the depth of a binary heap, and
+// a node's children share a cache line. It is written out rather than built
+// on container/heap to avoid boxing every event.
 type queue []item
 
 func (q queue) less(i, j int) bool {
@@ -39,7 +55,7 @@ func (q *queue) push(e item) {
 	*q = append(*q, e)
 	h := *q
 	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if !h.less(i, p) {
 			break
 		}
@@ -55,12 +71,11 @@ func (q *queue) pop() item {
 	h[0] = h[last]
 	h = h[:last]
 	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h.less(l, m) {
-			m = l
-		}
-		if r < len(h) && h.less(r, m) {
-			m = r
+		m := i
+		for c := 4*i + 1; c <= 4*i+4 && c < len(h); c++ {
+			if h.less(c, m) {
+				m = c
+			}
 		}
 		if m == i {
 			break
@@ -87,6 +102,14 @@ func (c *clock) after(d int64, fn func()) { c.schedule(d, event{fn: fn}) }
 // afterOn schedules fn d from now on server s, as of epoch.
 func (c *clock) afterOn(s *server, epoch int, d int64, fn func()) {
 	c.schedule(d, event{fn: fn, srv: s, epoch: epoch})
+}
+
+// afterH schedules h.handle(kind) d from now.
+func (c *clock) afterH(d int64, h handler, kind uint8) { c.schedule(d, event{h: h, kind: kind}) }
+
+// afterOnH schedules h.handle(kind) d from now on server s, as of epoch.
+func (c *clock) afterOnH(s *server, epoch int, d int64, h handler, kind uint8) {
+	c.schedule(d, event{h: h, kind: kind, srv: s, epoch: epoch})
 }
 
 func (c *clock) schedule(d int64, e event) {
