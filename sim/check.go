@@ -35,14 +35,14 @@ type checker struct {
 	// granted: attempts (scope, token) that the store durably made the
 	// owner of an in_progress record.
 	granted map[ledgerKey]bool
-	charges map[int32]int            // real charges per scope
+	firstCh map[int32]*charge        // the first real charge per scope
 	seen    map[int32]*core.Response // the first outcome a client saw per scope
 }
 
 func (c *checker) init(w *world) {
 	c.w = w
 	c.granted = map[ledgerKey]bool{}
-	c.charges = map[int32]int{}
+	c.firstCh = map[int32]*charge{}
 	c.seen = map[int32]*core.Response{}
 }
 
@@ -95,11 +95,11 @@ func (c *checker) charge(req *request, ch *charge) {
 		return
 	}
 	c.w.report.Charges++
-	c.charges[req.scope]++
-	if n := c.charges[req.scope]; n > 1 {
-		c.fail(1, req.scope, "charge %d is the %d. for this scope", ch.id, n)
+	if first := c.firstCh[req.scope]; first != nil {
+		c.fail(1, req.scope, "charge %d (payload %d) is a second real charge for this scope, after charge %d (payload %d)", ch.id, ch.payload, first.id, first.payload)
 		return
 	}
+	c.firstCh[req.scope] = ch
 	snap, _ := c.w.mem.Load(context.Background(), req.key)
 	if snap.Record.Exists() && snap.Record.Fingerprint != req.fp && c.w.cfg.Policy != PolicyNoFingerprint {
 		c.fail(3, req.scope, "payload %d executed under a record of another fingerprint", req.payload)

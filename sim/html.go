@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -32,13 +33,31 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 	for _, v := range r.Violations {
 		page.Violations = append(page.Violations, fmt.Sprintf("invariant %d (%s) at %s: %s", v.Invariant, v.Name, fmtTime(v.At), v.Detail))
 	}
+	// The scope's events, and within their span the end of the fault phase
+	// and the restarts of the servers that took part.
 	var evs []*Event
+	var t0, t1 int64
+	servers := map[int32]bool{}
+	for i := range r.Events {
+		if e := &r.Events[i]; e.Scope == scope {
+			if len(evs) == 0 {
+				t0 = e.At
+			}
+			t1 = e.At
+			evs = append(evs, e)
+			if e.Actor == ActorServer {
+				servers[e.ActorID] = true
+			}
+		}
+	}
 	for i := range r.Events {
 		e := &r.Events[i]
-		if e.Scope == scope || (e.What == WhatHeal || e.What == WhatCrash || e.What == WhatRestart) && e.Scope < 0 {
+		inSpan := e.Scope < 0 && e.At >= t0 && e.At <= t1
+		if inSpan && (e.What == WhatHeal || e.What == WhatRestart && servers[e.ActorID]) {
 			evs = append(evs, e)
 		}
 	}
+	slices.SortStableFunc(evs, func(a, b *Event) int { return cmp.Compare(a.At, b.At) })
 	// Lanes in a fixed order: clients, servers, store, gateway, workers.
 	laneOf := map[string]int{}
 	var lanes []string
@@ -59,10 +78,6 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 		}
 	}
 	const left, width, laneH = 130, 1100, 34
-	var t0, t1 int64
-	if len(evs) > 0 {
-		t0, t1 = evs[0].At, evs[len(evs)-1].At
-	}
 	span := max(t1-t0, 1)
 	x := func(t int64) float64 { return left + float64(t-t0)/float64(span)*width }
 	for i, l := range lanes {
