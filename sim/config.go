@@ -172,6 +172,7 @@ type Config struct {
 	ClientTimeout                        time.Duration // a client's timeout on one attempt
 	ClientBackoffBase, ClientBackoffCap  time.Duration
 	RestartDelay                         time.Duration // a crashed server comes back after this
+	CrashQuiet                           time.Duration // a restarted server does not crash again for this long
 	ReconcileEvery, SweepEvery           time.Duration
 	GatewayIdempotent                    bool // the gateway dedupes charges by key (off: idem alone must prevent duplicates)
 }
@@ -208,7 +209,8 @@ func DefaultConfig() Config {
 		ClientTimeout:     1 * time.Second,
 		ClientBackoffBase: 50 * time.Millisecond,
 		ClientBackoffCap:  2 * time.Second,
-		RestartDelay:      500 * time.Millisecond,
+		RestartDelay:      200 * time.Millisecond,
+		CrashQuiet:        2 * time.Second,
 		ReconcileEvery:    500 * time.Millisecond,
 		SweepEvery:        time.Second,
 	}

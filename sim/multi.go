@@ -34,7 +34,7 @@ func RunSeeds(cfg Config, n, workers int, keep func(*Report) bool, progress func
 				c.Seed = cfg.Seed + uint64(i)
 				r := run(c, false)
 				if keep == nil || !keep(r) {
-					r.Events = nil
+					r.Events, r.Scopes = nil, nil
 				}
 				reports[i] = r
 				if progress != nil {

@@ -38,7 +38,7 @@ func (c *Config) Describe() string {
 	fmt.Fprintf(&b, "\nstore:      memstore, latency=%v..%v per call", c.StoreLatencyMin, c.StoreLatencyMax)
 	fmt.Fprintf(&b, "\ngateway:    latency=%v..%v timeout=%v idempotent=%t", c.GatewayLatencyMin, c.GatewayLatencyMax, c.GatewayTimeout, c.GatewayIdempotent)
 	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffCap)
-	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.ReconcileEvery, c.SweepEvery)
+	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)
 	fmt.Fprintf(&b, "\nphases:     faults for %v of arrivals, then healing", c.Arrival)
 	return b.String()
 }

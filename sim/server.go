@@ -25,6 +25,7 @@ type server struct {
 	alive       bool
 	epoch       int
 	pausedUntil int64
+	quietUntil  int64 // no crash before this: a cluster that is mostly down tests little
 }
 
 // at schedules fn on the server d from now.
@@ -47,7 +48,7 @@ func (s *server) runEvent(e event) {
 
 // crashes decides whether the server dies at this step boundary.
 func (s *server) crashes(scope int32) bool {
-	if !s.w.fault(FaultCrash, s.w.rng.servers) {
+	if s.w.now < s.quietUntil || !s.w.fault(FaultCrash, s.w.rng.servers) {
 		return false
 	}
 	s.epoch++
@@ -55,6 +56,7 @@ func (s *server) crashes(scope int32) bool {
 	s.w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatCrash})
 	s.w.after(int64(s.w.cfg.RestartDelay), func() {
 		s.alive = true
+		s.quietUntil = s.w.now + int64(s.w.cfg.CrashQuiet)
 		s.w.log(Event{Scope: -1, Actor: ActorServer, ActorID: s.id, What: WhatRestart})
 	})
 	return true
