@@ -34,14 +34,14 @@ type checker struct {
 	w *world
 	// granted: attempts (scope, token) that the store durably made the
 	// owner of an in_progress record.
-	granted map[ledgerKey]bool
+	granted map[attemptID]bool
 	firstCh map[int32]*charge        // the first real charge per scope
 	seen    map[int32]*core.Response // the first outcome a client saw per scope
 }
 
 func (c *checker) init(w *world) {
 	c.w = w
-	c.granted = map[ledgerKey]bool{}
+	c.granted = map[attemptID]bool{}
 	c.firstCh = map[int32]*charge{}
 	c.seen = map[int32]*core.Response{}
 }
@@ -69,7 +69,7 @@ func (c *checker) write(m opMeta, rec *core.Record, kind core.WriteKind, expectT
 		return
 	}
 	if rec.Status == core.StatusInProgress && kind != core.WriteDelete {
-		c.granted[ledgerKey{rec.Scope, rec.Token}] = true
+		c.granted[attemptID{m.scope, rec.Token}] = true
 	}
 	switch m.event {
 	case core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat:
@@ -83,7 +83,7 @@ func (c *checker) write(m opMeta, rec *core.Record, kind core.WriteKind, expectT
 // gatewayCall hears an attempt start its side effect (invariant 7).
 func (c *checker) gatewayCall(scope int32, token core.Token) {
 	c.w.report.Executions++
-	if !c.granted[ledgerKey{c.w.scopes[scope], token}] {
+	if !c.granted[attemptID{scope, token}] {
 		c.fail(7, scope, "attempt %d called the gateway without a reservation the store acknowledged", token)
 	}
 }

@@ -14,13 +14,14 @@ import (
 // deadline its caller gave (the attempt's lease end), and with
 // GatewayIdempotent it dedupes charges by key itself.
 type gateway struct {
-	ledger map[ledgerKey]*charge
-	byKey  map[core.Scope]*charge
+	ledger map[attemptID]*charge
+	byKey  map[int32]*charge
 	next   int
 }
 
-type ledgerKey struct {
-	scope core.Scope
+// attemptID names an attempt: the scope's index and the attempt's token.
+type attemptID struct {
+	scope int32
 	token core.Token
 }
 
@@ -38,14 +39,12 @@ type gatewayResult struct {
 }
 
 func (g *gateway) init() {
-	g.ledger = map[ledgerKey]*charge{}
-	g.byKey = map[core.Scope]*charge{}
+	g.ledger = map[attemptID]*charge{}
+	g.byKey = map[int32]*charge{}
 }
 
-// find is the reconciler's query: what did the attempt (scope, token) do?
-func (g *gateway) find(scope core.Scope, token core.Token) *charge {
-	return g.ledger[ledgerKey{scope, token}]
-}
+// find is the reconciler's query: what did the attempt do?
+func (g *gateway) find(id attemptID) *charge { return g.ledger[id] }
 
 // handle is a charge request arriving at the gateway now.
 func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, deadline time.Time) gatewayResult {
@@ -54,8 +53,8 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 		return gatewayResult{}
 	}
 	if w.cfg.GatewayIdempotent {
-		if ch := g.byKey[req.key]; ch != nil {
-			g.ledger[ledgerKey{req.key, token}] = ch
+		if ch := g.byKey[scope]; ch != nil {
+			g.ledger[attemptID{scope, token}] = ch
 			return gatewayResult{charge: ch}
 		}
 	}
@@ -67,8 +66,8 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 	} else {
 		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
 	}
-	g.ledger[ledgerKey{req.key, token}] = ch
-	g.byKey[req.key] = ch
+	g.ledger[attemptID{scope, token}] = ch
+	g.byKey[scope] = ch
 	w.check.charge(req, ch)
 	return gatewayResult{charge: ch}
 }

@@ -31,7 +31,7 @@ type world struct {
 	policy  core.Policy
 	mem     *memstore.Store
 	store   *faultyStore
-	metrics *idem.MemMetrics
+	metrics *counters
 	ex      *idem.Executor
 
 	servers  []*server
@@ -73,7 +73,7 @@ func run(cfg Config, tracing bool) *Report {
 }
 
 func newWorld(cfg Config, tracing bool) *world {
-	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &idem.MemMetrics{}, tracing: tracing}
+	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &counters{}, tracing: tracing}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8})
 	w.store = &faultyStore{w: w, inner: w.mem}
@@ -211,7 +211,7 @@ func (w *world) sweepTick() {
 // ledger. An attempt can still land a charge until its lease end (the
 // deadline it passed to the gateway), so before then it is still unknown.
 func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding, error) {
-	if ch := w.gateway.find(rec.Scope, rec.Token); ch != nil {
+	if ch := w.gateway.find(attemptID{w.scopeIdx[rec.Scope], rec.Token}); ch != nil {
 		return idem.Finding{Outcome: core.ResolveExecuted, Response: ch.response()}, nil
 	}
 	if w.Time().Before(rec.LockedUntil) {
@@ -240,6 +240,23 @@ func (w *world) finish() {
 		w.check.final()
 	}
 	w.report.finish(w)
+}
+
+// counters is the simulator's idem.Metrics: totals only, without the
+// per-label maps of idem.MemMetrics, which it does not need.
+type counters [16]uint64
+
+func (c *counters) Add(k idem.Counter, _ idem.Labels, n uint64) {
+	if int(k) < len(c) {
+		c[k] += n
+	}
+}
+
+func (c *counters) Total(k idem.Counter) uint64 {
+	if int(k) < len(c) {
+		return c[k]
+	}
+	return 0
 }
 
 func (w *world) String() string {

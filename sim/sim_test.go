@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/idemkit/idem"
 	"reflect"
 	"strings"
 	"testing"
@@ -162,6 +163,18 @@ func TestInvalidConfig(t *testing.T) {
 		mutate(&cfg)
 		if _, err := Run(cfg); err == nil {
 			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}
+
+// TestCountersHoldEveryCounter: the simulator's metrics sink has room for
+// every counter idem defines.
+func TestCountersHoldEveryCounter(t *testing.T) {
+	var c counters
+	for _, k := range idem.Counters() {
+		c.Add(k, idem.Labels{}, 1)
+		if c.Total(k) != 1 {
+			t.Fatalf("counter %s is dropped", k.Name())
 		}
 	}
 }
