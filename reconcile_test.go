@@ -180,3 +180,69 @@ func TestSweeperAndReconcilerReportStoreErrors(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestWorkersRunUntilCancelled(t *testing.T) {
+	f := newFixture(t, nil)
+	req := request(key1, payload)
+	f.unknownKey(t, req)
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Check: func(context.Context, idem.Record) (idem.Finding, error) {
+		return idem.Finding{Outcome: core.ResolveExecuted, Response: created}, nil
+	}}
+	done := make(chan error, 2)
+	go func() { done <- rec.Run(ctx, 5*time.Millisecond) }()
+	sw := idem.Sweeper{Store: f.store, Policy: f.ex.Policy()}
+	go func() { done <- sw.Run(ctx, 5*time.Millisecond) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.status(t, req) != core.StatusCompleted {
+		if time.Now().After(deadline) {
+			t.Fatal("the reconciler's loop never settled the record")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	for range 2 {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v", err)
+		}
+	}
+	if err := (&idem.Sweeper{Store: f.store, Policy: f.ex.Policy()}).Run(context.Background(), 0); err == nil {
+		t.Fatal("a zero interval was accepted")
+	}
+}
+
+func TestPollWaitSeesAChange(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	p := f.ex.Policy()
+	a, err := idem.ApplyOver(ctx, f.mem, &p, nil, request(key1, payload).Scope, core.Event{Kind: core.EventReserve, Fingerprint: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan error, 1)
+	go func() {
+		changed <- idem.PollWait(ctx, f.mem, a.Record.Scope, a.Record.Version, a.Record.Token, time.Millisecond)
+	}()
+	time.Sleep(10 * time.Millisecond)
+	select {
+	case err := <-changed:
+		t.Fatalf("returned before any change: %v", err)
+	default:
+	}
+	if _, err := idem.ApplyOver(ctx, f.mem, &p, nil, a.Record.Scope, core.Event{Kind: core.EventHeartbeat, Token: a.Record.Token}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-changed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("PollWait missed the change")
+	}
+	short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	if err := idem.PollWait(short, f.mem, a.Record.Scope, a.Record.Version+1, a.Record.Token, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("unchanged record: %v", err)
+	}
+}
