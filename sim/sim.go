@@ -69,7 +69,8 @@ func run(cfg Config, tracing bool) *Report {
 	if len(w.report.Violations) > 0 && !tracing {
 		return run(cfg, true)
 	}
-	return &w.report
+	r := w.report // a copy: a pointer into w would keep the whole world alive
+	return &r
 }
 
 func newWorld(cfg Config, tracing bool) *world {
