@@ -7,7 +7,7 @@ FUZZPKGS ?= ./fingerprint/
 
 SIMSEEDS ?= 500
 
-.PHONY: sim sim-long test bench cover fuzz bench-fingerprint
+.PHONY: sim sim-long test bench cover fuzz bench-fingerprint lincheck-long
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -46,3 +46,8 @@ fuzz:
 ## bench-fingerprint: ours against gowebpki/jcs and encoding/json, in one run
 bench-fingerprint:
 	cd fingerprint/internal/jcsbench && $(GO) test -run=NONE -bench=. -benchmem -count=10
+
+## lincheck-long: the memory store against 1,000 consecutive linearizability
+## histories per stress test (about 2-3 minutes; make test runs 50)
+lincheck-long:
+	IDEM_LIN_HISTORIES=1000 $(GO) test -race -count=1 -timeout 30m -run '^TestMemstoreConformance$$' ./store/mem/

@@ -118,12 +118,17 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 	}
 }
 
-// wait blocks for an EffectWait; it fails only when the caller gave up.
+// wait blocks for an EffectWait. It fails only when the caller gave up: the
+// key is still in progress elsewhere, so that is ErrInProgress, wrapping the
+// context's error.
 func (e *Executor) wait(ctx context.Context, scope Scope, eff Effect) error {
 	wctx, cancel := context.WithTimeout(ctx, eff.Wait)
 	defer cancel()
 	_ = e.store.Wait(wctx, scope, eff.Version, eff.Token) // woken, timed out, or spurious: load again
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return newError(ErrInProgress, err, e.policy.RetryAfter)
+	}
+	return nil
 }
 
 // run calls action with a heartbeat beside it, turning a panic into an

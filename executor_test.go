@@ -464,3 +464,25 @@ func TestMetricLabelsNeverHoldIdentities(t *testing.T) {
 		t.Fatalf("%d counters, SPEC §7 has 12", len(names))
 	}
 }
+
+func TestCallerGivingUpWhileWaitingIsInProgress(t *testing.T) {
+	f := newFixture(t, func(p *idem.Policy) { p.InFlightWait = 5 * time.Second })
+	release := make(chan struct{})
+	started := make(chan struct{})
+	go func() {
+		_, _ = f.ex.Do(context.Background(), request(key1, payload), func(context.Context, idem.Attempt) (idem.Response, error) {
+			close(started)
+			<-release
+			return created, nil
+		})
+	}()
+	<-started
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := f.ex.Do(ctx, request(key1, payload), f.act(created, nil))
+	var e *idem.Error
+	if !errors.Is(err, idem.ErrInProgress) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &e) || e.RetryAfter <= 0 {
+		t.Fatalf("%v", err)
+	}
+}

@@ -83,8 +83,8 @@ func (o *Op) Reset(p *Policy, m Metrics, scope Scope, ev core.Event) {
 func (o *Op) Pending() OpStep { return o.step }
 
 // Result is the outcome once Pending is OpDone. A *StoreError means the store
-// failed (a write may have applied); any other error is the core refusing
-// the event as bad input.
+// failed (a write may have applied) and Applied is zero; any other error is
+// the core refusing the event as bad input.
 func (o *Op) Result() (Applied, error) { return o.applied, o.err }
 
 // Do makes the pending store call on s and advances. Calling it when Pending
@@ -155,6 +155,7 @@ func (o *Op) loaded(snap *Snapshot) {
 func (o *Op) finish(err error) {
 	o.step, o.err = OpDone, err
 	if err != nil {
+		o.applied = Applied{} // nothing of an earlier round may pass for the outcome
 		o.metrics.Add(CounterStoreError, Labels{UseCase: o.scope.UseCase, Outcome: o.event.Kind.String()}, 1)
 		return
 	}

@@ -3,8 +3,10 @@ package sim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/linearizability"
 )
 
 // Violation is one broken invariant of SPEC §6.
@@ -18,6 +20,7 @@ type Violation struct {
 }
 
 var invariantNames = [...]string{
+	0: "store linearizability",
 	1: "at most once",
 	2: "replay fidelity",
 	3: "no cross-payload",
@@ -150,4 +153,27 @@ func (c *checker) final() {
 	if len(w.requests) < w.cfg.Requests {
 		c.fail(6, -1, "only %d of %d requests were sent", len(w.requests), w.cfg.Requests)
 	}
+}
+
+// linearizable checks the run's store history against the store's model
+// (-lincheck). A verdict other than Ok (Illegal, or Unknown when the check's
+// budget ran out) is a violation.
+func (c *checker) linearizable(h []linearizability.StoreOperation) {
+	res := linearizability.CheckStoreHistory(h, linearizability.CheckOptions{Timeout: time.Minute, NoVisualization: true})
+	c.w.report.LinChecked = res.Operations
+	if res.OK() {
+		return
+	}
+	scope := int32(-1)
+	detail := fmt.Sprintf("the store's history of %d operations is %v", res.Operations, res.Verdict)
+	if res.Err != nil {
+		detail += ": " + res.Err.Error()
+	}
+	if len(res.Offending) > 0 {
+		scope = c.w.scopeIdx[res.Offending[0].Scope]
+	}
+	if res.Explanation != "" {
+		detail += "\n" + res.Explanation
+	}
+	c.fail(0, scope, "%s", detail)
 }

@@ -175,6 +175,9 @@ type Config struct {
 	CrashQuiet                           time.Duration // a restarted server does not crash again for this long
 	ReconcileEvery, SweepEvery           time.Duration
 	GatewayIdempotent                    bool // the gateway dedupes charges by key (off: idem alone must prevent duplicates)
+	// LinCheck records every store call and checks the history against
+	// the store's linearizability model (package linearizability).
+	LinCheck bool
 }
 
 // DefaultFaultRate is each fault's probability per chance to fire, when not in swarm mode.

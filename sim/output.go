@@ -20,6 +20,9 @@ func (c *Config) Command() string {
 	if c.GatewayIdempotent {
 		b.WriteString(" -gateway-idempotent")
 	}
+	if c.LinCheck {
+		b.WriteString(" -lincheck")
+	}
 	return b.String()
 }
 
@@ -40,6 +43,9 @@ func (c *Config) Describe() string {
 	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffCap)
 	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)
 	fmt.Fprintf(&b, "\nphases:     faults for %v of arrivals, then healing", c.Arrival)
+	if c.LinCheck {
+		b.WriteString("\nchecks:     SPEC §6 invariants 1-7, and the store's history for linearizability")
+	}
 	return b.String()
 }
 
@@ -64,6 +70,7 @@ type Summary struct {
 	Executed, Replays                                     int
 	Status409, Status202, Status422, Status503, Status5xx int
 	Reconciled                                            uint64
+	LinChecked                                            int
 	ConvergeMax, ConvergeP99                              time.Duration
 	Counters                                              []CounterValue
 }
@@ -89,6 +96,7 @@ func Summarize(reports []*Report) Summary {
 		s.Status422 += r.Status422
 		s.Status503 += r.Status503
 		s.Status5xx += r.Status5xx
+		s.LinChecked += r.LinChecked
 		times = append(times, r.converge...)
 		if s.Counters == nil {
 			s.Counters = slices.Clone(r.Counters)
@@ -145,6 +153,9 @@ func WriteText(out io.Writer, cfg Config, seeds int, reports []*Report, verbose 
 	fmt.Fprintf(out, "  answers            executed %d, replayed %d, 409 %d, 202 %d, 422 %d, 503 %d, other 5xx %d\n",
 		s.Executed, s.Replays, s.Status409, s.Status202, s.Status422, s.Status503, s.Status5xx)
 	fmt.Fprintf(out, "  unknowns reconciled %d\n", s.Reconciled)
+	if s.LinChecked > 0 {
+		fmt.Fprintf(out, "  store operations checked for linearizability %d\n", s.LinChecked)
+	}
 	fmt.Fprintf(out, "  time to converge   max %s, p99 %s (virtual, first send to definitive answer)\n", ms(s.ConvergeMax), ms(s.ConvergeP99))
 	fmt.Fprintf(out, "  counters\n")
 	for _, c := range s.Counters {

@@ -29,6 +29,7 @@ type Report struct {
 	ConvergeMax, ConvergeP99 time.Duration // first send to definitive answer, virtual
 	VirtualTime              time.Duration
 	Converged                bool           // everything settled before the deadline
+	LinChecked               int            // store operations checked for linearizability (-lincheck)
 	Counters                 []CounterValue // SPEC §7, in order
 	Violations               []Violation    // empty when every invariant held
 	Events                   []Event        // the run's trace

@@ -192,10 +192,12 @@ func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.
 
 // opCall makes r's pending store call now; its answer comes as kind.
 func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
+	lat := w.storeLatency()
 	w.cur = r.meta
+	w.cur.returnAt = w.now + lat
 	r.op.Do(context.Background(), w.storeView())
 	w.cur = opMeta{scope: -1}
-	w.afterOnH(c.s, c.epoch, w.storeLatency(), c, kind)
+	w.afterOnH(c.s, c.epoch, lat, c, kind)
 }
 
 func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {

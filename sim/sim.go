@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/linearizability"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -46,6 +47,7 @@ type world struct {
 	check   checker
 	tracing bool // keep every event (else a violation is traced by running its seed again)
 	events  []Event
+	lin     []linearizability.StoreOperation // the store's history, with LinCheck
 	report  Report
 }
 
@@ -239,6 +241,9 @@ func (w *world) applied(rec *core.Record, kind core.WriteKind, expectToken core.
 func (w *world) finish() {
 	if !w.stopped || w.report.Converged {
 		w.check.final()
+	}
+	if w.cfg.LinCheck && len(w.report.Violations) == 0 {
+		w.check.linearizable(w.lin)
 	}
 	w.report.finish(w)
 }

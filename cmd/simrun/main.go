@@ -41,6 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	swarm := fs.String("swarm", "", "true: draw per seed which faults fire and how often; false: every fault at -fault-rate (default: true for -seeds > 1)")
 	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.DefaultFaultRate, "each fault's probability per chance, without swarm")
 	fs.BoolVar(&cfg.GatewayIdempotent, "gateway-idempotent", false, "the gateway dedupes charges by key itself (off: idem alone must prevent duplicates)")
+	fs.BoolVar(&cfg.LinCheck, "lincheck", false, "also check each run's store history for linearizability (package linearizability)")
 	asJSON := fs.Bool("json", false, "print a machine-readable summary instead of text")
 	tracePath := fs.String("trace", "", "write every event of one seed (the first violating one, else the first) as JSONL to this file")
 	htmlPath := fs.String("html", "", "write a page drawing one scope's timeline (the violating scope, else the busiest) to this file")

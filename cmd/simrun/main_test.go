@@ -139,3 +139,10 @@ func TestRandomSeedIsPrinted(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestLinCheckFlag(t *testing.T) {
+	code, out, _ := simrun(t, "-seed", "2", "-seeds", "3", "-requests", "80", "-lincheck")
+	if code != 0 || !strings.Contains(out, "store operations checked for linearizability") || !strings.Contains(out, "linearizability") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}

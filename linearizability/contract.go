@@ -1,0 +1,604 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/fakeclock"
+)
+
+// contract holds what the functional tests share.
+type contract struct {
+	cfg      *config
+	newStore func(*testing.T) idem.Store
+	d        digester
+}
+
+func runContract(t *testing.T, newStore func(*testing.T) idem.Store, cfg *config) {
+	c := &contract{cfg: cfg, newStore: newStore, d: digester{res: cfg.resolution}}
+	t.Run("load-absent", c.loadAbsent)
+	t.Run("fresh-tokens", c.freshTokens)
+	t.Run("insert-load", c.insertLoad)
+	t.Run("insert-existing", c.insertExisting)
+	t.Run("compare-and-set", c.compareAndSet)
+	t.Run("delete", c.delete)
+	t.Run("reinsert-after-delete", c.reinsertAfterDelete)
+	t.Run("scopes-sharing-a-key", c.scopesSharingAKey)
+	t.Run("records-are-copies", c.recordsAreCopies)
+	t.Run("due", c.due)
+	t.Run("wait", c.wait)
+	t.Run("cancelled-context", c.cancelledContext)
+	t.Run("applier", c.applier)
+}
+
+// scope is a scope no other test or run uses.
+func (c *contract) scope(t *testing.T, i int) core.Scope {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", c.cfg.seed, t.Name())
+	return core.Scope{Tenant: "lin", Principal: "contract", UseCase: "lin.contract",
+		Key: fmt.Sprintf("%016x-%04d-contract", h.Sum64(), i)}
+}
+
+// clock is the store and a way to move its time: the controlled clock if
+// the driver gave one, else the store's own clock and real sleeps, with
+// leases to match.
+func (c *contract) clock(t *testing.T) (s idem.Store, advance func(time.Duration), lease time.Duration) {
+	if c.cfg.clockStore != nil {
+		clk := fakeclock.New()
+		return c.cfg.clockStore(t, clk.Now), clk.Advance, 5 * time.Minute
+	}
+	return c.newStore(t), time.Sleep, c.cfg.realLease
+}
+
+// sample is a record with every field set, as the core could have written it.
+func sample(sc core.Scope, now time.Time, token core.Token, version uint64) core.Record {
+	return core.Record{
+		Scope: sc, Status: core.StatusCompleted, Fingerprint: fpA, Token: token, Version: version,
+		Response: core.Response{StatusCode: 201, Headers: []core.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Id", Value: "7"}},
+			Body: []byte(`{"paymentId":"p-1"}`), SchemaVersion: 3},
+		LastErrorCode: "lease_expired", LockedUntil: now.Add(time.Minute), ReconcileAfter: now.Add(2 * time.Minute),
+		ReconcileAttempts: 2, CreatedAt: now, CompletedAt: now.Add(time.Second), ExpiresAt: now.Add(time.Hour),
+	}
+}
+
+func load(t *testing.T, s idem.Store, sc core.Scope) idem.Snapshot {
+	t.Helper()
+	snap, err := s.Load(context.Background(), sc)
+	if err != nil {
+		t.Fatalf("load %s: %v", sc, err)
+	}
+	if snap.Record.Scope != sc {
+		t.Fatalf("load %s returned a record of scope %s", sc, snap.Record.Scope)
+	}
+	return snap
+}
+
+// same fails unless the stored record is want, field by field.
+func (c *contract) same(t *testing.T, s idem.Store, want core.Record) {
+	t.Helper()
+	got := load(t, s, want.Scope).Record
+	if !c.d.equal(&got, &want) {
+		t.Fatalf("stored record differs:\n got  %s\n want %s", got.Describe(), want.Describe())
+	}
+}
+
+func wantConflict(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, idem.ErrConflict) {
+		t.Fatalf("%s: %v, want idem.ErrConflict", what, err)
+	}
+}
+
+func wantOK(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (c *contract) loadAbsent(t *testing.T) {
+	s := c.newStore(t)
+	sc := c.scope(t, 0)
+	snap := load(t, s, sc)
+	if snap.Record.Exists() || snap.Record.Version != 0 || snap.Record.Token != 0 || !snap.Record.Fingerprint.IsZero() {
+		t.Fatalf("absent scope loaded as %s, want Record{Scope: s}", snap.Record.Describe())
+	}
+	if snap.Now.IsZero() {
+		t.Fatal("Snapshot.Now is zero: the store must return its time")
+	}
+	if snap.FreshToken == 0 {
+		t.Fatal("Snapshot.FreshToken is zero")
+	}
+}
+
+func (c *contract) freshTokens(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	sc := c.scope(t, 0)
+	var last core.Token
+	next := func(when string) core.Token {
+		t.Helper()
+		snap := load(t, s, sc)
+		if snap.FreshToken <= last {
+			t.Fatalf("%s: fresh token %d after %d: tokens must grow and never repeat", when, snap.FreshToken, last)
+		}
+		last = snap.FreshToken
+		return last
+	}
+	for range 10 {
+		next("absent")
+	}
+	tok := next("before insert")
+	rec := sample(sc, time.Now(), tok, 1)
+	wantOK(t, "insert", s.Insert(ctx, &rec))
+	for range 5 {
+		if got := next("present"); got <= rec.Token {
+			t.Fatalf("fresh token %d not above the record's %d", got, rec.Token)
+		}
+	}
+	wantOK(t, "delete", s.Delete(ctx, sc, rec.Version, rec.Token))
+	for range 5 {
+		next("after delete (the token history survives)")
+	}
+}
+
+func (c *contract) insertLoad(t *testing.T) {
+	s := c.newStore(t)
+	sc := c.scope(t, 0)
+	snap := load(t, s, sc)
+	rec := sample(sc, snap.Now, snap.FreshToken, 1)
+	wantOK(t, "insert", s.Insert(context.Background(), &rec))
+	c.same(t, s, rec)
+	// The other statuses, and a record with empty optional fields.
+	for i, st := range []core.Status{core.StatusInProgress, core.StatusFailedRetryable, core.StatusUnknown, core.StatusExpired} {
+		sc := c.scope(t, i+1)
+		snap := load(t, s, sc)
+		r := core.Record{Scope: sc, Status: st, Fingerprint: fpB, Token: snap.FreshToken, Version: 1, CreatedAt: snap.Now}
+		wantOK(t, "insert "+st.String(), s.Insert(context.Background(), &r))
+		c.same(t, s, r)
+	}
+}
+
+func (c *contract) insertExisting(t *testing.T) {
+	s := c.newStore(t)
+	sc := c.scope(t, 0)
+	snap := load(t, s, sc)
+	rec := sample(sc, snap.Now, snap.FreshToken, 1)
+	wantOK(t, "insert", s.Insert(context.Background(), &rec))
+	other := sample(sc, snap.Now, load(t, s, sc).FreshToken, 1)
+	other.Status, other.Fingerprint = core.StatusInProgress, fpB
+	wantConflict(t, "insert over a record", s.Insert(context.Background(), &other))
+	c.same(t, s, rec)
+}
+
+func (c *contract) compareAndSet(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	sc := c.scope(t, 0)
+	absent := sample(sc, time.Now(), load(t, s, sc).FreshToken, 2)
+	wantConflict(t, "compare-and-set of an absent scope", s.CompareAndSet(ctx, &absent, 1, absent.Token))
+	if r := load(t, s, sc).Record; r.Exists() {
+		t.Fatal("a refused compare-and-set created a record")
+	}
+	snap := load(t, s, sc)
+	v1 := sample(sc, snap.Now, snap.FreshToken, 1)
+	v1.Status = core.StatusInProgress
+	wantOK(t, "insert", s.Insert(ctx, &v1))
+	v2 := v1
+	v2.Version, v2.LockedUntil = 2, v1.LockedUntil.Add(time.Minute)
+	wantConflict(t, "compare-and-set on a stale version", s.CompareAndSet(ctx, &v2, 0, v1.Token))
+	wantConflict(t, "compare-and-set on a future version", s.CompareAndSet(ctx, &v2, 2, v1.Token))
+	wantConflict(t, "compare-and-set with another token", s.CompareAndSet(ctx, &v2, 1, v1.Token+1))
+	c.same(t, s, v1)
+	wantOK(t, "compare-and-set", s.CompareAndSet(ctx, &v2, 1, v1.Token))
+	c.same(t, s, v2)
+	// The old precondition is stale now: a lost update if it succeeded.
+	v2b := v2
+	v2b.Status = core.StatusCompleted
+	wantConflict(t, "compare-and-set on the version just replaced", s.CompareAndSet(ctx, &v2b, 1, v1.Token))
+	c.same(t, s, v2)
+	// A new owner (token) with the next version.
+	v3 := v2
+	v3.Version, v3.Token = 3, load(t, s, sc).FreshToken
+	wantOK(t, "compare-and-set to a new token", s.CompareAndSet(ctx, &v3, 2, v1.Token))
+	wantConflict(t, "compare-and-set with the replaced token", s.CompareAndSet(ctx, &v2b, 3, v1.Token))
+	c.same(t, s, v3)
+}
+
+func (c *contract) delete(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	sc := c.scope(t, 0)
+	wantConflict(t, "delete of an absent scope", s.Delete(ctx, sc, 1, 1))
+	snap := load(t, s, sc)
+	v1 := sample(sc, snap.Now, snap.FreshToken, 1)
+	wantOK(t, "insert", s.Insert(ctx, &v1))
+	v2 := v1
+	v2.Version = 2
+	wantOK(t, "compare-and-set", s.CompareAndSet(ctx, &v2, 1, v1.Token))
+	wantConflict(t, "delete on a stale version", s.Delete(ctx, sc, 1, v1.Token))
+	wantConflict(t, "delete with another token", s.Delete(ctx, sc, 2, v1.Token+1))
+	c.same(t, s, v2)
+	wantOK(t, "delete", s.Delete(ctx, sc, 2, v1.Token))
+	if r := load(t, s, sc).Record; r.Exists() {
+		t.Fatalf("deleted record still loads: %s", r.Describe())
+	}
+	wantConflict(t, "delete of a deleted record", s.Delete(ctx, sc, 2, v1.Token))
+	wantConflict(t, "compare-and-set of a deleted record", s.CompareAndSet(ctx, &v2, 2, v1.Token))
+	if r := load(t, s, sc).Record; r.Exists() {
+		t.Fatalf("a refused write brought a deleted record back: %s", r.Describe())
+	}
+}
+
+func (c *contract) reinsertAfterDelete(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	sc := c.scope(t, 0)
+	snap := load(t, s, sc)
+	old := sample(sc, snap.Now, snap.FreshToken, 1)
+	wantOK(t, "insert", s.Insert(ctx, &old))
+	wantOK(t, "delete", s.Delete(ctx, sc, 1, old.Token))
+	snap = load(t, s, sc)
+	if snap.FreshToken <= old.Token {
+		t.Fatalf("fresh token %d after deleting a record with token %d", snap.FreshToken, old.Token)
+	}
+	reborn := sample(sc, snap.Now, snap.FreshToken, 1) // versions restart at 1
+	reborn.Status = core.StatusInProgress
+	wantOK(t, "insert after delete", s.Insert(ctx, &reborn))
+	// Same version, old token: the old incarnation's writer must not win.
+	stale := old
+	stale.Version = 2
+	wantConflict(t, "compare-and-set with the old incarnation's token", s.CompareAndSet(ctx, &stale, 1, old.Token))
+	wantConflict(t, "delete with the old incarnation's token", s.Delete(ctx, sc, 1, old.Token))
+	c.same(t, s, reborn)
+}
+
+func (c *contract) scopesSharingAKey(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	base := c.scope(t, 0)
+	scopes := []core.Scope{base, base, base, base}
+	scopes[1].Principal = "other"
+	scopes[2].Tenant = ""
+	scopes[3].UseCase = "lin.other"
+	recs := make([]core.Record, len(scopes))
+	for i, sc := range scopes {
+		snap := load(t, s, sc)
+		recs[i] = sample(sc, snap.Now, snap.FreshToken, 1)
+		recs[i].Response.StatusCode = 200 + i
+		wantOK(t, fmt.Sprintf("insert %d", i), s.Insert(ctx, &recs[i]))
+	}
+	for i := range scopes {
+		c.same(t, s, recs[i])
+	}
+	wantOK(t, "delete 1", s.Delete(ctx, scopes[1], 1, recs[1].Token))
+	wantOK(t, "delete 0", s.Delete(ctx, scopes[0], 1, recs[0].Token))
+	for i, sc := range scopes {
+		if i < 2 {
+			if r := load(t, s, sc).Record; r.Exists() {
+				t.Fatalf("scope %d was deleted but loads %s", i, r.Describe())
+			}
+			continue
+		}
+		c.same(t, s, recs[i])
+	}
+	// A write under one scope with another scope's precondition.
+	r3 := recs[3]
+	r3.Scope = scopes[2]
+	r3.Version = 2
+	wantConflict(t, "compare-and-set with another scope's token", s.CompareAndSet(ctx, &r3, 1, recs[3].Token))
+	c.same(t, s, recs[2])
+}
+
+func (c *contract) recordsAreCopies(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	sc := c.scope(t, 0)
+	snap := load(t, s, sc)
+	rec := sample(sc, snap.Now, snap.FreshToken, 1)
+	want := rec
+	want.Response = rec.Response.Clone()
+	wantOK(t, "insert", s.Insert(ctx, &rec))
+	rec.Response.Body[0] = 'X' // the caller reuses its buffers
+	rec.Response.Headers[0].Value = "changed"
+	c.same(t, s, want)
+	next := want
+	next.Version = 2
+	next.Response = want.Response.Clone()
+	wantOK(t, "compare-and-set", s.CompareAndSet(ctx, &next, 1, want.Token))
+	want2 := next
+	want2.Response = next.Response.Clone()
+	next.Response.Body[1] = 'Y'
+	c.same(t, s, want2)
+}
+
+// due runs records through Due: listed only once due, most overdue first,
+// at most limit at a time, batch after batch.
+func (c *contract) due(t *testing.T) {
+	s, advance, lease := c.clock(t)
+	ctx := context.Background()
+	p := core.DefaultPolicy()
+	p.LeaseDuration, p.TTL = lease, 2*lease
+	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = lease, 4*lease, 2
+	scopes := make([]core.Scope, 5)
+	for i := range scopes {
+		scopes[i] = c.scope(t, i)
+	}
+	apply := func(i int, ev core.Event) idem.Applied {
+		t.Helper()
+		a, err := idem.ApplyOver(ctx, s, &p, nil, scopes[i], ev)
+		if err != nil {
+			t.Fatalf("%v of scope %d: %v", ev.Kind, i, err)
+		}
+		return a
+	}
+	due := func(kind idem.DueKind, limit int) []int {
+		t.Helper()
+		recs, err := s.Due(ctx, kind, limit)
+		if err != nil {
+			t.Fatalf("Due(%v, %d): %v", kind, limit, err)
+		}
+		if len(recs) > limit {
+			t.Fatalf("Due(%v, %d) listed %d records", kind, limit, len(recs))
+		}
+		var idx []int
+		for _, r := range recs {
+			i := slices.Index(scopes, r.Scope)
+			if i < 0 {
+				t.Fatalf("Due(%v) listed a record of a scope the test never wrote: %s", kind, r.Describe())
+			}
+			idx = append(idx, i)
+		}
+		return idx
+	}
+	tokens := make([]core.Token, len(scopes))
+	for i := range scopes {
+		tokens[i] = apply(i, core.Event{Kind: core.EventReserve, Fingerprint: fpA}).Result.Decision.Token
+		advance(lease / 10)
+	}
+	if got := due(idem.DueSweep, 10); len(got) != 0 {
+		t.Fatalf("leases running, yet Due(sweep) lists scopes %v", got)
+	}
+	if got := due(idem.DueSweep, 0); len(got) != 0 {
+		t.Fatalf("Due(sweep, 0) lists scopes %v", got)
+	}
+	advance(lease + lease/5)
+	// Batches of 3 then 2, most overdue (earliest lease end) first.
+	if got := due(idem.DueSweep, 3); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("first batch of expired leases: scopes %v, want [0 1 2]", got)
+	}
+	for i := range 3 {
+		if d := apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionLeaseExpired {
+			t.Fatalf("sweep of scope %d: %v", i, d)
+		}
+	}
+	if got := due(idem.DueSweep, 3); !slices.Equal(got, []int{3, 4}) {
+		t.Fatalf("second batch: scopes %v, want [3 4]", got)
+	}
+	for i := 3; i < 5; i++ {
+		apply(i, core.Event{Kind: core.EventSweep})
+	}
+	if got := due(idem.DueSweep, 10); len(got) != 0 {
+		t.Fatalf("after the sweep, Due(sweep) lists scopes %v (unknown records are never swept)", got)
+	}
+	got := due(idem.DueReconcile, 10)
+	if sorted := slices.Sorted(slices.Values(got)); !slices.Equal(sorted, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("Due(reconcile) lists scopes %v, want all five", got)
+	}
+	if got := due(idem.DueReconcile, 2); len(got) != 2 {
+		t.Fatalf("Due(reconcile, 2) lists %d", len(got))
+	}
+	still := core.Event{Kind: core.EventResolve, Outcome: core.ResolveStillUnknown}
+	ev := func(e core.Event, i int) core.Event { e.Token = tokens[i]; return e }
+	apply(0, ev(still, 0)) // rescheduled after the backoff
+	apply(1, ev(core.Event{Kind: core.EventResolve, Outcome: core.ResolveExecuted, Response: responses[0]}, 1))
+	advance(lease / 10) // so that 1 expires strictly before 2
+	apply(2, ev(core.Event{Kind: core.EventResolve, Outcome: core.ResolveNotExecuted}, 2))
+	apply(4, ev(still, 4))
+	if d := apply(4, ev(still, 4)).Result.Decision.Kind; d != core.DecisionAbandoned {
+		t.Fatalf("second still-unknown of scope 4: %v, want abandoned", d)
+	}
+	if got := due(idem.DueReconcile, 10); !slices.Equal(got, []int{3}) {
+		t.Fatalf("Due(reconcile) lists scopes %v, want [3] (0 backs off, 1 and 2 settled, 4 abandoned)", got)
+	}
+	advance(lease + lease/10)
+	if got := due(idem.DueReconcile, 10); !slices.Equal(got, []int{3, 0}) {
+		t.Fatalf("after the backoff, Due(reconcile) lists scopes %v, want [3 0] (most overdue first)", got)
+	}
+	if got := due(idem.DueSweep, 10); len(got) != 0 {
+		t.Fatalf("settled records listed for sweeping before their TTL: scopes %v", got)
+	}
+	advance(2 * lease)
+	if got := due(idem.DueSweep, 10); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("past the TTL, Due(sweep) lists scopes %v, want [1 2]", got)
+	}
+	for _, i := range []int{1, 2} {
+		if d := apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionExpired {
+			t.Fatalf("sweep of scope %d past its TTL: %v", i, d)
+		}
+	}
+	if got := due(idem.DueSweep, 10); len(got) != 0 {
+		t.Fatalf("soft-expired records still listed: scopes %v", got)
+	}
+}
+
+func (c *contract) wait(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	sc := c.scope(t, 0)
+	snap := load(t, s, sc)
+	rec := sample(sc, snap.Now, snap.FreshToken, 1)
+	wantOK(t, "insert", s.Insert(ctx, &rec))
+	const bound = 5 * time.Second
+	// Unchanged: it returns by the deadline, with the context's error
+	// unless it returned spuriously (allowed).
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	start := time.Now()
+	err := s.Wait(short, sc, 1, rec.Token)
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on an unchanged record: %v", err)
+	}
+	if time.Since(start) > bound {
+		t.Fatalf("Wait outlived its context by %v", time.Since(start))
+	}
+	// A version that is not the record's returns at once.
+	done := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 2*bound)
+		defer cancel()
+		done <- s.Wait(wctx, sc, 7, rec.Token)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Wait on a stale version: %v", err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("Wait on a stale version: still waiting after %v", bound)
+	}
+	woken := func(what string, version uint64, write func()) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 2*bound)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- s.Wait(wctx, sc, version, rec.Token) }()
+		time.Sleep(10 * time.Millisecond)
+		write()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Wait woken by %s: %v", what, err)
+			}
+		case <-time.After(bound):
+			t.Fatalf("Wait not woken by %s within %v", what, bound)
+		}
+	}
+	next := rec
+	next.Version = 2
+	woken("a compare-and-set", 1, func() { wantOK(t, "compare-and-set", s.CompareAndSet(ctx, &next, 1, rec.Token)) })
+	woken("a delete", 2, func() { wantOK(t, "delete", s.Delete(ctx, sc, 2, rec.Token)) })
+}
+
+func (c *contract) cancelledContext(t *testing.T) {
+	s := c.newStore(t)
+	sc := c.scope(t, 0)
+	snap := load(t, s, sc)
+	rec := sample(sc, snap.Now, snap.FreshToken, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Load(ctx, sc); err == nil {
+		t.Error("Load with a cancelled context succeeded")
+	}
+	if err := s.Insert(ctx, &rec); err == nil {
+		t.Error("Insert with a cancelled context succeeded")
+	}
+	if err := s.CompareAndSet(ctx, &rec, 1, rec.Token); err == nil {
+		t.Error("CompareAndSet with a cancelled context succeeded")
+	}
+	if err := s.Delete(ctx, sc, 1, rec.Token); err == nil {
+		t.Error("Delete with a cancelled context succeeded")
+	}
+	if _, err := s.Due(ctx, idem.DueSweep, 10); err == nil {
+		t.Error("Due with a cancelled context succeeded")
+	}
+	if a, ok := s.(idem.Applier); ok {
+		p := core.DefaultPolicy()
+		if _, err := a.Apply(ctx, sc, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, &p); err == nil {
+			t.Error("Apply with a cancelled context succeeded")
+		}
+	}
+}
+
+// applier checks that an Applier's Apply answers as the load-step-write
+// loop does, step by step, on two scopes of one store.
+func (c *contract) applier(t *testing.T) {
+	s, advance, lease := c.clock(t)
+	if _, ok := s.(idem.Applier); !ok {
+		t.Log("not an idem.Applier: nothing to compare")
+		return
+	}
+	ctx := context.Background()
+	p := core.DefaultPolicy()
+	p.LeaseDuration = lease
+	paths := []struct {
+		name  string
+		store idem.Store
+		scope core.Scope
+		token core.Token
+	}{{"apply", s, c.scope(t, 0), 0}, {"compare-and-set", casOnly{s}, c.scope(t, 1), 0}}
+	script := []struct {
+		ev   core.Event
+		want core.DecisionKind
+		wait time.Duration // advance the clock after the step
+	}{
+		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionExecute, 0},
+		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionInFlight, 0},
+		{core.Event{Kind: core.EventReserve, Fingerprint: fpB}, core.DecisionMismatch, 0},
+		{core.Event{Kind: core.EventHeartbeat}, core.DecisionExtended, 0},
+		{core.Event{Kind: core.EventMarkUnknown}, core.DecisionMarkedUnknown, 0},
+		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionReconciling, 0},
+		{core.Event{Kind: core.EventResolve, Outcome: core.ResolveStillUnknown}, core.DecisionRescheduled, 0},
+		{core.Event{Kind: core.EventResolve, Outcome: core.ResolveNotExecuted}, core.DecisionResolved, 0},
+		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionExecute, lease + lease/10},
+		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionReconciling, 0},
+		{core.Event{Kind: core.EventComplete, Response: responses[1]}, core.DecisionCompleted, 0},
+		{core.Event{Kind: core.EventComplete, Response: responses[1]}, core.DecisionAcknowledged, 0},
+		{core.Event{Kind: core.EventComplete, Response: responses[0]}, core.DecisionConflict, 0},
+		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionReplay, 0},
+		{core.Event{Kind: core.EventFail}, core.DecisionConflict, 0},
+	}
+	for i, st := range script {
+		var got [2]idem.Applied
+		for j := range paths {
+			pa := &paths[j]
+			ev := st.ev
+			if ev.Kind != core.EventReserve {
+				ev.Token = pa.token
+			}
+			a, err := idem.ApplyOver(ctx, pa.store, &p, nil, pa.scope, ev)
+			if err != nil {
+				t.Fatalf("step %d (%v) through %s: %v", i, ev.Kind, pa.name, err)
+			}
+			if a.Result.Decision.Kind != st.want {
+				t.Fatalf("step %d (%v) through %s: %v, want %v", i, ev.Kind, pa.name, a.Result.Decision.Kind, st.want)
+			}
+			if a.Result.Decision.Kind == core.DecisionExecute {
+				pa.token = a.Result.Decision.Token
+			}
+			stored := load(t, pa.store, pa.scope).Record
+			if !c.d.equal(&stored, &a.Record) {
+				t.Fatalf("step %d (%v) through %s: Applied.Record is not what the store holds:\n applied %s\n stored  %s", i, ev.Kind, pa.name, a.Record.Describe(), stored.Describe())
+			}
+			got[j] = a
+		}
+		x, y := got[0], got[1]
+		if x.Before != y.Before || x.Result.Write.Kind != y.Result.Write.Kind || x.Record.Status != y.Record.Status ||
+			x.Record.Version != y.Record.Version || x.Record.LastErrorCode != y.Record.LastErrorCode ||
+			x.Record.ReconcileAttempts != y.Record.ReconcileAttempts || !x.Record.Response.Equal(y.Record.Response) {
+			t.Fatalf("step %d (%v): Apply and load-step-write disagree:\n apply %s, %s\n cas   %s, %s", i, st.ev.Kind,
+				x.Result.Describe(), x.Record.Describe(), y.Result.Describe(), y.Record.Describe())
+		}
+		if st.wait > 0 {
+			advance(st.wait)
+		}
+	}
+	// Bad input: the core refuses, nothing is written.
+	for _, pa := range paths {
+		before := load(t, pa.store, pa.scope).Record
+		_, err := idem.ApplyOver(ctx, pa.store, &p, nil, pa.scope, core.Event{Kind: core.EventComplete, Token: pa.token, Response: core.Response{StatusCode: 99}})
+		if !errors.Is(err, core.ErrResponseInvalid) {
+			t.Fatalf("invalid response through %s: %v, want core.ErrResponseInvalid", pa.name, err)
+		}
+		if after := load(t, pa.store, pa.scope).Record; !c.d.equal(&before, &after) {
+			t.Fatalf("a refused event changed the record through %s:\n was %s\n now %s", pa.name, before.Describe(), after.Describe())
+		}
+	}
+}

@@ -1,0 +1,103 @@
+// Package linearizability checks idem's store drivers against the core's own
+// specification, with porcupine (github.com/anishathalye/porcupine): a
+// driver that is not linearizable breaks "at most once" in ways no example
+// test finds.
+//
+// # Models
+//
+// Two porcupine models, both partitioned by scope (a history of many scopes
+// is checked one scope at a time, in parallel):
+//
+//   - StoreModel is the sequential specification of an idem.Store: Load
+//     reads exactly the stored record with a fresh token greater than every
+//     token a load of the scope handed out before, deleted records included;
+//     Insert succeeds if and only if there is no record; CompareAndSet and
+//     Delete succeed if and only if the record has the expected version and
+//     token. Loads compare every field of the record (times at the driver's
+//     resolution, ModelOptions.TimeResolution), not only version and token.
+//   - LifecycleModel is the lifecycle of one scope: its state is the record,
+//     and its step is core.Step itself, on a copy of the record, with the
+//     event as the store applied it (the store's time, and the fresh token
+//     for a reserve). An operation is accepted only if the core gives exactly
+//     the observed status before, decision, write and record after. There is
+//     no second copy of the transition table: a history is linearizable if
+//     and only if some order of its events, consistent with real time,
+//     replays through the core into what every caller saw.
+//
+// # Ambiguity
+//
+// Some calls end without telling their caller what happened: a store error
+// or a context deadline after a write was sent (an ambiguous commit). They
+// are recorded with OutcomeUnknown and checked as porcupine's etcd test
+// checks calls without a response: their return time is Pending (infinity),
+// so porcupine may linearize them at any instant after their call, even
+// after the caller gave up (a database may commit a write its client timed
+// out on), and the step accepts them whether their precondition holds or not
+// (if it holds the write applies; placing the call last, where nothing
+// observes it, is "never applied"). The models stay deterministic, which
+// porcupine's Model requires: no set of possible states is needed.
+//
+// For the lifecycle the write must be known to be replayed. When an event
+// goes through load-step-write (idem.Op), the Recorder knows the record and
+// precondition of the write that may have applied, and the check is exact.
+// When an Applier's Apply fails, neither the store's time nor the write is
+// known: the scope's record becomes unknown to the model until the next
+// operation that observed a record, which resynchronises it (the check is
+// weaker there, never wrong). Calls known to have had no effect (a failed
+// load, a refused write, an event the core refused) are left out.
+//
+// # The conformance suite
+//
+// A driver's tests call RunStoreSuite with a factory of stores:
+//
+//	func TestConformance(t *testing.T) {
+//		linearizability.RunStoreSuite(t, func(t *testing.T) idem.Store {
+//			s := pgstore.New(testPool(t)) // empty, or holding none of the suite's scopes
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		},
+//			linearizability.WithTimeResolution(time.Microsecond), // timestamptz
+//			linearizability.WithOperations(200),                  // a slower store: smaller histories
+//			linearizability.WithHistories(10),
+//		)
+//	}
+//
+// It runs functional contract tests of every Store method (with
+// WithControlledClock, the lease, TTL and Due tests run on a clock the suite
+// moves; otherwise on the store's own clock with short leases and real
+// sleeps), then stress tests: goroutines on a few scopes through the raw
+// Store, through idem.ApplyOver, and through Executor.Do beside a sweeper and
+// a reconciler, each history recorded with a monotonic clock and checked by
+// porcupine within a time budget. An Applier store is stressed both through
+// Apply and through load-step-write. A history that is Illegal, or Unknown
+// (the budget ran out), fails the test: the log has the seed
+// (IDEM_LIN_SEED=seed repeats the random choices), the offending scopes, a
+// text explanation, and the path of an HTML visualization.
+// IDEM_LIN_HISTORIES=n runs n histories per stress test (the long run).
+//
+// The suite never imports a driver; store/mem runs it from this package's
+// tests.
+//
+// # Reading the visualization
+//
+// Open the HTML file in a browser. Each row is a client (a goroutine; the
+// sweeper and the reconciler have their own), each bar an operation from
+// its call to its return, labelled by DescribeOperation: for example
+// "cas(if v3 t17: completed v4 t17 fp=… resp=201/19B #1a2b) → ok" or
+// "reserve fp=… fresh=t21 @12:00:00.000000123 → execute token=21, insert ⇒
+// in_progress v1 t21" (#1a2b is a digest of the whole record). An ambiguous
+// operation's bar runs to the end. Rows named "scope n" give the scope of
+// each drawn partition; only the offending scopes are drawn. Marks on the
+// bars are linearization points of the longest partial linearizations
+// porcupine found: black is legal, red is an operation that could not come
+// next. Hovering over a bar shows the model's state before and after it (the
+// record, and for a store the highest token handed out); "jump to first
+// error" goes to where the longest linearization stops. Result.Explanation
+// says the same in text, in the test log.
+//
+// # Histories from elsewhere
+//
+// The simulator (cmd/simrun -lincheck) builds StoreOperation or
+// LifecycleOperation values from its own event log, on virtual time, and
+// calls CheckStoreHistory or CheckLifecycleHistory; see the example.
+package linearizability

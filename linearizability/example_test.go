@@ -1,0 +1,36 @@
+package linearizability_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/linearizability"
+)
+
+// A simulator's store history, on virtual nanoseconds: two clients race to
+// insert the record of one scope; the second write's outcome was lost (an
+// ambiguous commit). It is linearizable whether that write applied or not,
+// but not if a later load sees a record nobody could have written.
+func ExampleCheckStoreHistory() {
+	scope := core.Scope{Principal: "user-1", UseCase: "payments.create", Key: "550e8400-e29b-41d4-a716-446655440000"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(token core.Token) core.Record {
+		return core.Record{Scope: scope, Status: core.StatusInProgress, Fingerprint: core.Fingerprint{1}, Token: token, Version: 1, CreatedAt: now}
+	}
+	history := []linearizability.StoreOperation{
+		{Client: 0, Call: 0, Return: 10, Kind: linearizability.StoreLoad, Scope: scope, Record: core.Record{Scope: scope}, FreshToken: 1, Outcome: linearizability.OutcomeOK},
+		{Client: 1, Call: 5, Return: 15, Kind: linearizability.StoreLoad, Scope: scope, Record: core.Record{Scope: scope}, FreshToken: 2, Outcome: linearizability.OutcomeOK},
+		{Client: 0, Call: 20, Return: 30, Kind: linearizability.StoreInsert, Scope: scope, Record: rec(1), Outcome: linearizability.OutcomeOK},
+		{Client: 1, Call: 25, Return: 40, Kind: linearizability.StoreInsert, Scope: scope, Record: rec(2), Outcome: linearizability.OutcomeUnknown},
+		{Client: 0, Call: 50, Return: 60, Kind: linearizability.StoreLoad, Scope: scope, Record: rec(1), FreshToken: 3, Outcome: linearizability.OutcomeOK},
+	}
+	opts := linearizability.CheckOptions{Timeout: time.Second, NoVisualization: true}
+	fmt.Println(linearizability.CheckStoreHistory(history, opts).Verdict)
+
+	history[4].Record = rec(7) // a record no write carried
+	fmt.Println(linearizability.CheckStoreHistory(history, opts).Verdict)
+	// Output:
+	// Ok
+	// Illegal
+}

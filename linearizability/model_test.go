@@ -1,0 +1,458 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/fakeclock"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+var (
+	scopeX = core.Scope{Tenant: "t", Principal: "p", UseCase: "lin.test", Key: "0123456789abcdef-x"}
+	scopeY = core.Scope{Tenant: "t", Principal: "p", UseCase: "lin.test", Key: "0123456789abcdef-y"}
+	t0     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func recordAt(sc core.Scope, st core.Status, version uint64, token core.Token) core.Record {
+	return core.Record{Scope: sc, Status: st, Fingerprint: fpA, Token: token, Version: version, CreatedAt: t0}
+}
+
+// Store-model histories, written out by hand.
+func ld(client int, call, ret int64, rec core.Record, fresh core.Token) StoreOperation {
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreLoad, Scope: rec.Scope, Record: rec, FreshToken: fresh, Outcome: OutcomeOK}
+}
+
+func ins(client int, call, ret int64, rec core.Record, o Outcome) StoreOperation {
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreInsert, Scope: rec.Scope, Record: rec, Outcome: o}
+}
+
+func cas(client int, call, ret int64, rec core.Record, v uint64, tok core.Token, o Outcome) StoreOperation {
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreCompareAndSet, Scope: rec.Scope, Record: rec, ExpectVersion: v, ExpectToken: tok, Outcome: o}
+}
+
+func del(client int, call, ret int64, sc core.Scope, v uint64, tok core.Token, o Outcome) StoreOperation {
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreDelete, Scope: sc, ExpectVersion: v, ExpectToken: tok, Outcome: o}
+}
+
+func TestStoreModel(t *testing.T) {
+	absent := core.Record{Scope: scopeX}
+	r1 := recordAt(scopeX, core.StatusInProgress, 1, 5)
+	r2 := recordAt(scopeX, core.StatusCompleted, 2, 5)
+	r2.Response = responses[0]
+	r2other := r2
+	r2other.Response = responses[1]
+	for _, c := range []struct {
+		name string
+		want porcupine.CheckResult
+		h    []StoreOperation
+	}{
+		{"sequential", porcupine.Ok, []StoreOperation{
+			ld(0, 0, 1, absent, 5), ins(0, 2, 3, r1, OutcomeOK), ld(1, 4, 5, r1, 6),
+			cas(1, 6, 7, r2, 1, 5, OutcomeOK), cas(0, 8, 9, r2other, 1, 5, OutcomeConflict),
+			ld(0, 10, 11, r2, 7), del(0, 12, 13, scopeX, 1, 5, OutcomeConflict), del(1, 14, 15, scopeX, 2, 5, OutcomeOK),
+			del(1, 16, 17, scopeX, 2, 5, OutcomeConflict), ld(1, 18, 19, absent, 8),
+		}},
+		{"concurrent inserts, one wins", porcupine.Ok, []StoreOperation{
+			ins(0, 0, 10, r1, OutcomeConflict), ins(1, 1, 9, r1, OutcomeOK), ld(2, 11, 12, r1, 3),
+		}},
+		{"both inserts win", porcupine.Illegal, []StoreOperation{
+			ins(0, 0, 10, r1, OutcomeOK), ins(1, 1, 9, r1, OutcomeOK),
+		}},
+		{"a lost update: two CAS from one version", porcupine.Illegal, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 10, r2, 1, 5, OutcomeOK), cas(1, 3, 9, r2other, 1, 5, OutcomeOK),
+		}},
+		{"a conflict although the precondition held", porcupine.Illegal, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 3, r2, 1, 5, OutcomeConflict),
+		}},
+		{"a stale read after the write returned", porcupine.Illegal, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 3, r2, 1, 5, OutcomeOK), ld(1, 4, 5, r1, 9),
+		}},
+		{"a read concurrent with the write may see either", porcupine.Ok, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 6, r2, 1, 5, OutcomeOK), ld(1, 3, 4, r1, 9), ld(2, 3, 5, r2, 10),
+		}},
+		{"a token handed out twice", porcupine.Illegal, []StoreOperation{
+			ld(0, 0, 1, absent, 5), ld(1, 2, 3, absent, 5),
+		}},
+		{"tokens going back", porcupine.Illegal, []StoreOperation{
+			ld(0, 0, 1, absent, 5), ld(1, 2, 3, absent, 4),
+		}},
+		{"tokens survive a delete", porcupine.Illegal, []StoreOperation{
+			ld(0, 0, 1, absent, 5), ins(0, 2, 3, r1, OutcomeOK), del(0, 4, 5, scopeX, 1, 5, OutcomeOK), ld(0, 6, 7, absent, 2),
+		}},
+		{"a read of another scope's record", porcupine.Illegal, []StoreOperation{
+			ld(0, 0, 1, core.Record{Scope: scopeX}, 5), ins(0, 2, 3, r1, OutcomeOK),
+			{Client: 1, Call: 4, Return: 5, Kind: StoreLoad, Scope: scopeY, Record: r1, FreshToken: 6, Outcome: OutcomeOK},
+		}},
+		{"an ambiguous insert that applied", porcupine.Ok, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, r1, 6),
+		}},
+		{"an ambiguous insert that did not", porcupine.Ok, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, absent, 6),
+		}},
+		{"an ambiguous insert that applied after its caller gave up", porcupine.Ok, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, absent, 6), ld(1, 4, 5, r1, 7),
+		}},
+		{"an ambiguous insert seen, then unseen", porcupine.Illegal, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, r1, 6), ld(1, 4, 5, absent, 7),
+		}},
+		{"an ambiguous update whose precondition never held", porcupine.Illegal, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 3, r2, 9, 5, OutcomeUnknown), ld(1, 4, 5, r2, 7),
+		}},
+		{"an ambiguous delete that applied", porcupine.Ok, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeOK), del(0, 2, 3, scopeX, 1, 5, OutcomeUnknown), ld(1, 4, 5, absent, 7),
+			ins(1, 6, 7, r1, OutcomeOK),
+		}},
+		{"failed calls constrain nothing", porcupine.Ok, []StoreOperation{
+			ins(0, 0, 1, r1, OutcomeFailed), {Client: 0, Call: 2, Return: 3, Kind: StoreLoad, Scope: scopeX, Outcome: OutcomeFailed},
+			ld(1, 4, 5, absent, 7),
+		}},
+		{"scopes are checked apart", porcupine.Ok, []StoreOperation{
+			ld(0, 0, 1, absent, 5), ld(1, 0, 1, core.Record{Scope: scopeY}, 5),
+			ins(0, 2, 3, r1, OutcomeOK), ins(1, 2, 3, recordAt(scopeY, core.StatusInProgress, 1, 5), OutcomeOK),
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := CheckStoreHistory(c.h, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
+			if r.Err != nil || r.Verdict != c.want {
+				t.Fatalf("%v, want %v", r, c.want)
+			}
+			if r.Verdict == porcupine.Illegal && (r.Visualization == "" || len(r.Offending) == 0 || r.Explanation == "") {
+				t.Fatalf("illegal without an offender, an explanation or a visualization: %v", r)
+			}
+		})
+	}
+}
+
+func TestMalformedHistories(t *testing.T) {
+	r1 := recordAt(scopeX, core.StatusInProgress, 1, 5)
+	wrongScope := ins(0, 0, 1, r1, OutcomeOK)
+	wrongScope.Scope = scopeY
+	for name, h := range map[string][]StoreOperation{
+		"scope":      {wrongScope},
+		"kind":       {{Kind: 9, Outcome: OutcomeOK}},
+		"outcome":    {{Kind: StoreLoad}},
+		"time":       {ld(0, 5, 4, core.Record{Scope: scopeX}, 1)},
+		"client":     {ld(-1, 0, 1, core.Record{Scope: scopeX}, 1)},
+		"conflicted": {{Kind: StoreLoad, Scope: scopeX, Outcome: OutcomeConflict}},
+	} {
+		if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); r.Err == nil || r.Verdict != "" {
+			t.Errorf("%s: %v, want an error", name, r)
+		}
+	}
+	bad := core.DefaultPolicy()
+	bad.TTL = 0
+	if r := CheckLifecycleHistory(nil, bad, CheckOptions{}); r.Err == nil {
+		t.Errorf("invalid policy: %v", r)
+	}
+	noNow := []LifecycleOperation{{Scope: scopeX, Event: core.Event{Kind: core.EventSweep}, Outcome: OutcomeOK}}
+	if r := CheckLifecycleHistory(noNow, core.DefaultPolicy(), CheckOptions{}); r.Err == nil {
+		t.Errorf("an event without the store's time: %v", r)
+	}
+}
+
+// lifecycleRun applies events sequentially through a Recorder over the
+// memory store, on a fake clock, and returns the history.
+func lifecycleRun(t *testing.T, p core.Policy, hide bool, evs ...core.Event) ([]LifecycleOperation, *fakeclock.Clock) {
+	t.Helper()
+	clk := fakeclock.New()
+	var s idem.Store = memstore.New(memstore.Options{Clock: clk.Now})
+	if hide {
+		s = casOnly{s}
+	}
+	rec := NewRecorder(s, nil)
+	var token core.Token
+	for _, ev := range evs {
+		if ev.Kind != core.EventReserve && ev.Kind != core.EventSweep && ev.Token == 0 {
+			ev.Token = token
+		}
+		a, err := idem.ApplyOver(context.Background(), rec.Client(0), &p, nil, scopeX, ev)
+		if err != nil {
+			t.Fatalf("%v: %v", ev.Kind, err)
+		}
+		if a.Result.Decision.Kind == core.DecisionExecute {
+			token = a.Result.Decision.Token
+		}
+		clk.Advance(time.Second)
+	}
+	return rec.LifecycleHistory(), clk
+}
+
+func TestLifecycleModel(t *testing.T) {
+	p := core.DefaultPolicy()
+	evs := []core.Event{
+		{Kind: core.EventReserve, Fingerprint: fpA},
+		{Kind: core.EventReserve, Fingerprint: fpA},
+		{Kind: core.EventReserve, Fingerprint: fpB},
+		{Kind: core.EventHeartbeat},
+		{Kind: core.EventMarkUnknown},
+		{Kind: core.EventResolve, Outcome: core.ResolveNotExecuted},
+		{Kind: core.EventReserve, Fingerprint: fpA},
+		{Kind: core.EventComplete, Response: responses[0]},
+		{Kind: core.EventReserve, Fingerprint: fpA},
+		{Kind: core.EventSweep},
+	}
+	check := func(t *testing.T, h []LifecycleOperation, want porcupine.CheckResult) {
+		t.Helper()
+		r := CheckLifecycleHistory(h, p, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
+		if r.Err != nil || r.Verdict != want {
+			t.Fatalf("%v, want %v", r, want)
+		}
+	}
+	for _, hide := range []bool{false, true} {
+		h, _ := lifecycleRun(t, p, hide, evs...)
+		if len(h) != len(evs) {
+			t.Fatalf("%d operations recorded, want %d", len(h), len(evs))
+		}
+		t.Run("recorded", func(t *testing.T) { check(t, h, porcupine.Ok) })
+		t.Run("a second execute", func(t *testing.T) {
+			// Another client executed the same scope meanwhile, with a fresh
+			// token, while the first still held it.
+			twin := h[0]
+			twin.Client, twin.Call, twin.Return = 1, h[0].Return+1, h[0].Return+2
+			twin.Event.Token++
+			twin.Result.Decision.Token++
+			twin.Record.Token++
+			check(t, append(append([]LifecycleOperation{}, h[:1]...), twin), porcupine.Illegal)
+		})
+		t.Run("a replay of another response", func(t *testing.T) {
+			bad := append([]LifecycleOperation{}, h...)
+			bad[8].Record.Response = responses[1]
+			check(t, bad, porcupine.Illegal)
+		})
+		t.Run("a decision the core would not take", func(t *testing.T) {
+			bad := append([]LifecycleOperation{}, h...)
+			bad[1].Result.Decision.Kind = core.DecisionReplay
+			check(t, bad, porcupine.Illegal)
+		})
+		t.Run("a status before that the record never had", func(t *testing.T) {
+			bad := append([]LifecycleOperation{}, h...)
+			bad[3].Before = core.StatusCompleted
+			check(t, bad, porcupine.Illegal)
+		})
+		t.Run("out of real-time order", func(t *testing.T) {
+			bad := append([]LifecycleOperation{}, h...)
+			bad[7].Call, bad[7].Return, bad[8].Call, bad[8].Return = bad[8].Call, bad[8].Return, bad[7].Call, bad[7].Return
+			check(t, bad, porcupine.Illegal)
+		})
+		t.Run("a stale token reused", func(t *testing.T) {
+			// The second execute claims a token not above the first's.
+			bad := append([]LifecycleOperation{}, h...)
+			tok := h[0].Result.Decision.Token
+			bad[6].Event.Token, bad[6].Result.Decision.Token, bad[6].Record.Token = tok, tok, tok
+			check(t, bad[:7], porcupine.Illegal)
+		})
+	}
+}
+
+// TestLifecycleAmbiguity: an ambiguous reserve whose insert may have
+// applied, seen by a later operation or not.
+func TestLifecycleAmbiguity(t *testing.T) {
+	p := core.DefaultPolicy()
+	h, _ := lifecycleRun(t, p, true, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
+	reserve, inFlight := h[0], h[1]
+	amb := reserve
+	amb.Outcome, amb.WriteKnown, amb.Before = OutcomeUnknown, true, 0
+	absentRec := core.Record{Scope: scopeX}
+	// A later reserve that found nothing and executed with a newer token.
+	later := reserve
+	later.Client, later.Call, later.Return = 1, inFlight.Call, inFlight.Return
+	later.Event.Now = inFlight.Event.Now
+	later.Event.Token += 10
+	later.Result.Decision.Token = later.Event.Token
+	later.Record.Token = later.Event.Token
+	later.Record.CreatedAt, later.Record.LockedUntil, later.Record.ExpiresAt =
+		inFlight.Event.Now, inFlight.Event.Now.Add(p.LeaseDuration), inFlight.Event.Now.Add(p.TTL)
+	for _, c := range []struct {
+		name string
+		want porcupine.CheckResult
+		h    []LifecycleOperation
+	}{
+		{"applied: a later reserve is in flight", porcupine.Ok, []LifecycleOperation{amb, inFlight}},
+		{"not applied: a later reserve executes", porcupine.Ok, []LifecycleOperation{amb, later}},
+		{"seen, then unseen", porcupine.Illegal, []LifecycleOperation{amb, inFlight, shift(later, 10)}},
+		{"unknown without a known write: resynchronised", porcupine.Ok, []LifecycleOperation{
+			{Client: 0, Call: 0, Return: 1, Scope: scopeX, Event: core.Event{Kind: core.EventReserve, Fingerprint: fpA}, Outcome: OutcomeUnknown},
+			shift(inFlight, 5)}},
+		{"failed: no effect", porcupine.Ok, []LifecycleOperation{
+			{Client: 0, Call: 0, Return: 1, Scope: scopeX, Event: core.Event{Kind: core.EventReserve}, Outcome: OutcomeFailed, Record: absentRec},
+			reserve, inFlight}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := CheckLifecycleHistory(c.h, p, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
+			if r.Err != nil || r.Verdict != c.want {
+				t.Fatalf("%v, want %v", r, c.want)
+			}
+		})
+	}
+}
+
+func shift(op LifecycleOperation, d int64) LifecycleOperation {
+	op.Call += d
+	op.Return += d
+	return op
+}
+
+// faulty injects the store faults of SPEC §8 around a correct store: writes
+// that fail before they apply, and writes that apply and then report an
+// error (an ambiguous commit), so that the ambiguity model is checked
+// against what really happened.
+type faulty struct {
+	idem.Store
+	mu  sync.Mutex
+	rng *rand.Rand
+	n   atomic.Int64
+}
+
+var errInjected = errors.New("injected store fault")
+
+// fault is 0 (none), 1 (fail before applying) or 2 (apply, then fail).
+func (f *faulty) fault() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r := f.rng.IntN(100); {
+	case r < 5:
+		f.n.Add(1)
+		return 1
+	case r < 10:
+		f.n.Add(1)
+		return 2
+	}
+	return 0
+}
+
+func (f *faulty) write(do func() error) error {
+	switch f.fault() {
+	case 1:
+		return errInjected
+	case 2:
+		if err := do(); err != nil {
+			return err
+		}
+		return errInjected
+	}
+	return do()
+}
+
+func (f *faulty) Insert(ctx context.Context, rec *core.Record) error {
+	return f.write(func() error { return f.Store.Insert(ctx, rec) })
+}
+
+func (f *faulty) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, tok core.Token) error {
+	return f.write(func() error { return f.Store.CompareAndSet(ctx, rec, v, tok) })
+}
+
+func (f *faulty) Delete(ctx context.Context, sc core.Scope, v uint64, tok core.Token) error {
+	return f.write(func() error { return f.Store.Delete(ctx, sc, v, tok) })
+}
+
+// faultyApplier also fails Apply before or after it applies.
+type faultyApplier struct{ *faulty }
+
+func (f faultyApplier) Apply(ctx context.Context, sc core.Scope, ev core.Event, p *core.Policy) (idem.Applied, error) {
+	var a idem.Applied
+	err := f.write(func() error {
+		var err error
+		a, err = f.Store.(idem.Applier).Apply(ctx, sc, ev, p)
+		return err
+	})
+	if errors.Is(err, errInjected) {
+		return idem.Applied{}, err
+	}
+	return a, err
+}
+
+// TestAmbiguousCommitsAreLinearizable runs the stresses over a correct
+// store that fails writes before and after they apply: every history must
+// still be Ok, through each way of recording ambiguity.
+func TestAmbiguousCommitsAreLinearizable(t *testing.T) {
+	cfg := defaults()
+	cfg.seed = randomSeed()
+	t.Logf("seed %d", cfg.seed)
+	for _, c := range []struct {
+		name string
+		f    stressFunc
+		wrap func(*faulty) idem.Store
+	}{
+		{"store", stressStore, func(f *faulty) idem.Store { return f }},
+		{"lifecycle-compare-and-set", stressLifecycle, func(f *faulty) idem.Store { return f }},
+		{"lifecycle-apply", stressLifecycle, func(f *faulty) idem.Store { return faultyApplier{f} }},
+		{"executor-compare-and-set", stressExecutor, func(f *faulty) idem.Store { return f }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &faulty{Store: casOnly{memstore.New(memstore.Options{})}, rng: rand.New(rand.NewPCG(cfg.seed, 1))}
+			if strings.HasSuffix(c.name, "-apply") {
+				f.Store = memstore.New(memstore.Options{})
+			}
+			s := c.wrap(f)
+			unknown := 0
+			for h := range 10 {
+				out, err := c.f(context.Background(), s, newHistorySpec(&cfg, c.name, h, 2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, op := range out.store {
+					if op.Outcome == OutcomeUnknown {
+						unknown++
+					}
+				}
+				for _, op := range out.life {
+					if op.Outcome == OutcomeUnknown {
+						unknown++
+					}
+				}
+				opts := CheckOptions{Timeout: 20 * time.Second, VisualizationDir: t.TempDir(), Name: c.name}
+				if len(out.store) > 0 {
+					if r := CheckStoreHistory(out.store, opts); !r.OK() {
+						t.Fatalf("history %d: store: %v", h, r)
+					}
+				}
+				if len(out.life) > 0 {
+					if r := CheckLifecycleHistory(out.life, out.policy, opts); !r.OK() {
+						t.Fatalf("history %d: lifecycle: %v", h, r)
+					}
+				}
+			}
+			if f.n.Load() == 0 || unknown == 0 {
+				t.Fatalf("%d faults injected, %d ambiguous operations recorded: the test tested nothing", f.n.Load(), unknown)
+			}
+			t.Logf("%d faults injected, %d ambiguous operations checked", f.n.Load(), unknown)
+		})
+	}
+}
+
+// TestUnknownIsNotAPass: a history porcupine cannot decide within the budget
+// is Unknown, reported as such, and not OK.
+func TestUnknownIsNotAPass(t *testing.T) {
+	var h []StoreOperation
+	for i := range 200 {
+		h = append(h, ld(i%4, int64(2*i), int64(2*i+1), core.Record{Scope: scopeX}, core.Token(i+1)))
+	}
+	ops, err := StoreOperations(h, ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := StoreModel()
+	step := slow.Step
+	slow.Step = func(s, in, out any) (bool, any) {
+		time.Sleep(time.Millisecond)
+		return step(s, in, out)
+	}
+	r := check("store", slow, ops, CheckOptions{Timeout: 20 * time.Millisecond, VisualizationDir: t.TempDir()}, time.Now())
+	if r.Verdict != porcupine.Unknown || r.OK() {
+		t.Fatalf("%v, want %v and not OK", r, porcupine.Unknown)
+	}
+	if len(r.Offending) != 1 || r.Offending[0].Verdict != porcupine.Unknown || !strings.Contains(r.String(), "Unknown") {
+		t.Fatalf("the undecided scope is not reported: %v", r)
+	}
+	t.Log(r)
+}

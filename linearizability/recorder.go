@@ -1,0 +1,275 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+)
+
+// Recorder wraps an idem.Store and records the history of what its clients
+// do: every Load, Insert, CompareAndSet and Delete as a StoreOperation, and
+// every event applied through ApplyOver (or an executor) as a
+// LifecycleOperation. Each client gets its own view (Client), so that the
+// visualization shows one row per client. It is safe for concurrent use.
+type Recorder struct {
+	inner   idem.Store
+	applier idem.Applier // inner's fast path, or nil
+	now     func() int64
+
+	mu    sync.Mutex
+	store []StoreOperation
+	life  []LifecycleOperation
+}
+
+// NewRecorder records the history of s. now gives the timestamps, in
+// nanoseconds, and must never go back; nil means the monotonic time since
+// NewRecorder.
+func NewRecorder(s idem.Store, now func() int64) *Recorder {
+	if now == nil {
+		start := time.Now()
+		now = func() int64 { return int64(time.Since(start)) }
+	}
+	r := &Recorder{inner: s, now: now}
+	r.applier, _ = s.(idem.Applier)
+	return r
+}
+
+// Client is the view of the store for client id (from 0). It is an
+// idem.Store and an idem.Applier: ApplyOver and executors over it record one
+// LifecycleOperation per event. When the recorded store is an Applier its
+// Apply is used; otherwise the view loads, steps and writes by the core's
+// contract (idem.Op) and records those store calls as well.
+func (r *Recorder) Client(id int) *RecordingStore { return &RecordingStore{r: r, client: id} }
+
+// StoreHistory is a copy of the store operations recorded so far.
+func (r *Recorder) StoreHistory() []StoreOperation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]StoreOperation(nil), r.store...)
+}
+
+// LifecycleHistory is a copy of the lifecycle operations recorded so far.
+func (r *Recorder) LifecycleHistory() []LifecycleOperation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]LifecycleOperation(nil), r.life...)
+}
+
+func (r *Recorder) addStore(op StoreOperation) {
+	r.mu.Lock()
+	r.store = append(r.store, op)
+	r.mu.Unlock()
+}
+
+func (r *Recorder) addLife(op LifecycleOperation) {
+	r.mu.Lock()
+	r.life = append(r.life, op)
+	r.mu.Unlock()
+}
+
+// RecordingStore is one client's view of a Recorder's store.
+type RecordingStore struct {
+	r      *Recorder
+	client int
+}
+
+var (
+	_ idem.Store   = (*RecordingStore)(nil)
+	_ idem.Applier = (*RecordingStore)(nil)
+)
+
+// writeOutcome classifies a write's error: nil applied, ErrConflict did
+// not, anything else may have.
+func writeOutcome(err error) Outcome {
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, idem.ErrConflict):
+		return OutcomeConflict
+	}
+	return OutcomeUnknown
+}
+
+// Load implements idem.Store.
+func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+	op := StoreOperation{Client: c.client, Kind: StoreLoad, Scope: scope, Call: c.r.now()}
+	snap, err := c.r.inner.Load(ctx, scope)
+	op.Return = c.r.now()
+	if err != nil {
+		op.Outcome = OutcomeFailed
+	} else {
+		op.Outcome, op.Record, op.FreshToken = OutcomeOK, snap.Record, snap.FreshToken
+	}
+	c.r.addStore(op)
+	return snap, err
+}
+
+// Insert implements idem.Store.
+func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
+	op := StoreOperation{Client: c.client, Kind: StoreInsert, Scope: rec.Scope, Record: *rec}
+	op.Record.Response = rec.Response.Clone()
+	op.Call = c.r.now()
+	err := c.r.inner.Insert(ctx, rec)
+	op.Return = c.r.now()
+	op.Outcome = writeOutcome(err)
+	c.r.addStore(op)
+	return err
+}
+
+// CompareAndSet implements idem.Store.
+func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {
+	op := StoreOperation{Client: c.client, Kind: StoreCompareAndSet, Scope: rec.Scope, Record: *rec, ExpectVersion: expectVersion, ExpectToken: expectToken}
+	op.Record.Response = rec.Response.Clone()
+	op.Call = c.r.now()
+	err := c.r.inner.CompareAndSet(ctx, rec, expectVersion, expectToken)
+	op.Return = c.r.now()
+	op.Outcome = writeOutcome(err)
+	c.r.addStore(op)
+	return err
+}
+
+// Delete implements idem.Store.
+func (c *RecordingStore) Delete(ctx context.Context, scope core.Scope, expectVersion uint64, expectToken core.Token) error {
+	op := StoreOperation{Client: c.client, Kind: StoreDelete, Scope: scope, ExpectVersion: expectVersion, ExpectToken: expectToken}
+	op.Call = c.r.now()
+	err := c.r.inner.Delete(ctx, scope, expectVersion, expectToken)
+	op.Return = c.r.now()
+	op.Outcome = writeOutcome(err)
+	c.r.addStore(op)
+	return err
+}
+
+// Due implements idem.Store; it is not recorded (a hint, not a read the
+// model checks).
+func (c *RecordingStore) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.Record, error) {
+	return c.r.inner.Due(ctx, kind, limit)
+}
+
+// Wait implements idem.Store; it is not recorded (it may return spuriously).
+func (c *RecordingStore) Wait(ctx context.Context, scope core.Scope, version uint64, token core.Token) error {
+	return c.r.inner.Wait(ctx, scope, version, token)
+}
+
+// Apply implements idem.Applier and records one LifecycleOperation.
+func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy) (idem.Applied, error) {
+	op := LifecycleOperation{Client: c.client, Scope: scope, Event: ev}
+	op.Event.Response = ev.Response.Clone()
+	op.Call = c.r.now()
+	var a idem.Applied
+	var err error
+	if c.r.applier != nil {
+		a, err = c.r.applier.Apply(ctx, scope, ev, p)
+		op.Return = c.r.now()
+		switch {
+		case err == nil:
+			op.Outcome = OutcomeOK
+			op.Event.Now = a.Now
+			if ev.Kind == core.EventReserve {
+				op.Event.Token = 0
+				if a.Result.Decision.Kind == core.DecisionExecute {
+					op.Event.Token = a.Result.Decision.Token
+				}
+			}
+			op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
+		case isCoreError(err):
+			op.Outcome = OutcomeFailed // the core refused: nothing was written
+		default:
+			op.Outcome = OutcomeUnknown
+		}
+		c.r.addLife(op)
+		return a, err
+	}
+	obs := &observer{RecordingStore: c}
+	o := idem.NewOp(p, nil, scope, ev)
+	for o.Pending() != idem.OpDone {
+		o.Do(ctx, obs)
+	}
+	a, err = o.Result()
+	op.Return = c.r.now()
+	switch {
+	case err == nil:
+		op.Outcome = OutcomeOK
+		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
+	case obs.lastLoad || obs.lastErr == nil || errors.Is(obs.lastErr, idem.ErrConflict):
+		// The last call was a load (it failed, or the core refused what it
+		// read), or every write lost its race: nothing was written.
+		op.Outcome = OutcomeFailed
+	default:
+		op.Outcome = OutcomeUnknown
+		op.WriteKnown = true
+		op.Result, op.Record = a.Result, a.Record
+	}
+	if op.Outcome != OutcomeFailed {
+		op.Event.Now = a.Now
+		if ev.Kind == core.EventReserve {
+			op.Event.Token = obs.fresh
+		}
+	}
+	c.r.addLife(op)
+	return a, err
+}
+
+// observer sees the store calls of one idem.Op: the fresh token of its last
+// load, and how its last call ended.
+type observer struct {
+	*RecordingStore
+	fresh    core.Token
+	lastLoad bool
+	lastErr  error
+}
+
+func (o *observer) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+	snap, err := o.RecordingStore.Load(ctx, scope)
+	o.lastLoad, o.lastErr = true, err
+	if err == nil {
+		o.fresh = snap.FreshToken
+	}
+	return snap, err
+}
+
+func (o *observer) Insert(ctx context.Context, rec *core.Record) error {
+	err := o.RecordingStore.Insert(ctx, rec)
+	o.lastLoad, o.lastErr = false, err
+	return err
+}
+
+func (o *observer) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, t core.Token) error {
+	err := o.RecordingStore.CompareAndSet(ctx, rec, v, t)
+	o.lastLoad, o.lastErr = false, err
+	return err
+}
+
+func (o *observer) Delete(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
+	err := o.RecordingStore.Delete(ctx, scope, v, t)
+	o.lastLoad, o.lastErr = false, err
+	return err
+}
+
+// coreErrors are the core's refusals of bad input, and of a record or token
+// a driver should never have handed it. Either way nothing was written.
+var coreErrors = []error{
+	core.ErrInvalidScope, core.ErrInvalidKey, core.ErrFingerprintLength, core.ErrFingerprintMissing,
+	core.ErrTimeMissing, core.ErrTokenMissing, core.ErrTokenNotFresh, core.ErrResponseInvalid,
+	core.ErrResponseTooLarge, core.ErrUnknownEvent, core.ErrUnknownOutcome, core.ErrInvalidRecord,
+	core.ErrInvalidPolicy,
+}
+
+func isCoreError(err error) bool {
+	for _, e := range coreErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// DriverBug reports whether err says that the store handed the core a
+// record it could not have produced or a token that is not fresh: a broken
+// driver, never bad input.
+func DriverBug(err error) bool {
+	return errors.Is(err, core.ErrInvalidRecord) || errors.Is(err, core.ErrTokenNotFresh)
+}

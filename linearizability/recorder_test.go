@@ -1,0 +1,108 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// failAfter applies the next write, then reports an error: an ambiguous commit.
+type failAfter struct {
+	idem.Store
+	armed bool
+}
+
+func (f *failAfter) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, t core.Token) error {
+	err := f.Store.CompareAndSet(ctx, rec, v, t)
+	if f.armed && err == nil {
+		f.armed = false
+		return errors.New("connection reset after commit")
+	}
+	return err
+}
+
+func TestRecorderClassifiesOutcomes(t *testing.T) {
+	ctx := context.Background()
+	f := &failAfter{Store: casOnly{memstore.New(memstore.Options{})}}
+	var clock int64
+	rec := NewRecorder(f, func() int64 { clock += 10; return clock })
+	c := rec.Client(3)
+	snap, err := c.Load(ctx, scopeX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := recordAt(scopeX, core.StatusInProgress, 1, snap.FreshToken)
+	_ = c.Insert(ctx, &r1)
+	_ = c.Insert(ctx, &r1)
+	r2 := r1
+	r2.Version = 2
+	f.armed = true
+	_ = c.CompareAndSet(ctx, &r2, 1, r1.Token)
+	_ = c.Delete(ctx, scopeX, 1, r1.Token)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _ = c.Load(cancelled, scopeX)
+	want := []struct {
+		kind StoreOpKind
+		o    Outcome
+	}{{StoreLoad, OutcomeOK}, {StoreInsert, OutcomeOK}, {StoreInsert, OutcomeConflict}, {StoreCompareAndSet, OutcomeUnknown},
+		{StoreDelete, OutcomeConflict}, {StoreLoad, OutcomeFailed}}
+	h := rec.StoreHistory()
+	if len(h) != len(want) {
+		t.Fatalf("%d operations recorded, want %d", len(h), len(want))
+	}
+	for i, w := range want {
+		if h[i].Kind != w.kind || h[i].Outcome != w.o || h[i].Client != 3 || h[i].Return <= h[i].Call {
+			t.Errorf("operation %d: %v %v client %d [%d, %d], want %v %v", i, h[i].Kind, h[i].Outcome, h[i].Client, h[i].Call, h[i].Return, w.kind, w.o)
+		}
+	}
+	if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); !r.OK() {
+		t.Fatal(r)
+	}
+
+	// Events through load-step-write: the fresh token and the store's time
+	// are recorded; an ambiguous write is recorded with the write it was.
+	p := core.DefaultPolicy()
+	a, err := idem.ApplyOver(ctx, c, &p, nil, scopeY, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.armed = true
+	_, err = idem.ApplyOver(ctx, c, &p, nil, scopeY, core.Event{Kind: core.EventHeartbeat, Token: a.Result.Decision.Token})
+	if err == nil {
+		t.Fatal("the ambiguous heartbeat succeeded")
+	}
+	life := rec.LifecycleHistory()
+	if len(life) != 2 {
+		t.Fatalf("%d lifecycle operations", len(life))
+	}
+	if op := life[0]; op.Outcome != OutcomeOK || op.Event.Token != a.Result.Decision.Token || !op.Event.Now.Equal(a.Now) || op.Before != core.StatusAbsent {
+		t.Errorf("reserve recorded as %+v", op)
+	}
+	if op := life[1]; op.Outcome != OutcomeUnknown || !op.WriteKnown || op.Result.Write.Kind != core.WriteUpdate || op.Record.Version != 2 {
+		t.Errorf("ambiguous heartbeat recorded as %+v", op)
+	}
+	if r := CheckLifecycleHistory(life, p, CheckOptions{NoVisualization: true}); !r.OK() {
+		t.Fatal(r)
+	}
+
+	// Through an Applier, a reserve that does not execute has no known token.
+	m := memstore.New(memstore.Options{})
+	rec = NewRecorder(m, nil)
+	for range 2 {
+		if _, err := idem.ApplyOver(ctx, rec.Client(0), &p, nil, scopeX, core.Event{Kind: core.EventReserve, Fingerprint: fpA}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	life = rec.LifecycleHistory()
+	if life[0].Event.Token == 0 || life[1].Event.Token != 0 || life[1].Result.Decision.Kind != core.DecisionInFlight || len(rec.StoreHistory()) != 0 {
+		t.Errorf("through Apply: %+v", life)
+	}
+	if r := CheckLifecycleHistory(life, p, CheckOptions{NoVisualization: true}); !r.OK() {
+		t.Fatal(r)
+	}
+}

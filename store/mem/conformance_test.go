@@ -1,0 +1,22 @@
+package memstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/linearizability"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// TestMemstoreConformance runs the driver suite on the reference driver, as
+// any driver's tests would. IDEM_LIN_HISTORIES=1000 is the long run
+// (make lincheck-long).
+func TestMemstoreConformance(t *testing.T) {
+	linearizability.RunStoreSuite(t,
+		func(t *testing.T) idem.Store { return memstore.New(memstore.Options{}) },
+		linearizability.WithControlledClock(func(t *testing.T, now func() time.Time) idem.Store {
+			return memstore.New(memstore.Options{Clock: now})
+		}),
+	)
+}
