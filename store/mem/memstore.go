@@ -53,7 +53,7 @@ type shard struct {
 	// slots are allocated slotsPerChunk at a time, which saves the
 	// allocator and the garbage collector most of their work per record.
 	free []*slot
-	_      [64]byte // keep neighbouring shards' locks off one cache line
+	_    [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // slot holds one record, the next record whose scope has the same key, and
