@@ -83,8 +83,9 @@ func (o *Op) Reset(p *Policy, m Metrics, scope Scope, ev core.Event) {
 func (o *Op) Pending() OpStep { return o.step }
 
 // Result is the outcome once Pending is OpDone. A *StoreError means the store
-// failed (a write may have applied) and Applied is zero; any other error is
-// the core refusing the event as bad input.
+// failed: after a failed write, Applied is the write that may or may not have
+// applied (an ambiguous commit); after a failed load, Applied is zero. Any
+// other error is the core refusing the event as bad input.
 func (o *Op) Result() (Applied, error) { return o.applied, o.err }
 
 // Do makes the pending store call on s and advances. Calling it when Pending
@@ -153,9 +154,11 @@ func (o *Op) loaded(snap *Snapshot) {
 }
 
 func (o *Op) finish(err error) {
+	if err != nil && o.step == OpLoad {
+		o.applied = Applied{} // nothing of an earlier round may pass for the outcome
+	}
 	o.step, o.err = OpDone, err
 	if err != nil {
-		o.applied = Applied{} // nothing of an earlier round may pass for the outcome
 		o.metrics.Add(CounterStoreError, Labels{UseCase: o.scope.UseCase, Outcome: o.event.Kind.String()}, 1)
 		return
 	}
