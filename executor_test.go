@@ -272,7 +272,7 @@ func TestOutcomeRecordedAfterClientDisconnects(t *testing.T) {
 func TestInFlightWaitReplaysOrAnswersInProgress(t *testing.T) {
 	for _, accepted := range []bool{false, true} {
 		f := newFixture(t, func(p *idem.Policy) {
-			p.InFlightWait = 100 * time.Millisecond
+			p.InFlightWait = 300 * time.Millisecond
 			if accepted {
 				p.InFlightAnswer = core.InFlightAccepted
 			}
@@ -313,17 +313,17 @@ func TestInFlightWaitReplaysOrAnswersInProgress(t *testing.T) {
 func TestHeartbeatKeepsALongActionsLease(t *testing.T) {
 	mem := memstore.New(memstore.Options{})
 	p := idem.DefaultPolicy()
-	p.LeaseDuration = 150 * time.Millisecond
+	p.LeaseDuration = 600 * time.Millisecond
 	p.InFlightWait = 0
-	ex, err := idem.New(mem, idem.WithPolicy(p), idem.WithHeartbeatInterval(30*time.Millisecond))
+	ex, err := idem.New(mem, idem.WithPolicy(p), idem.WithHeartbeatInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sweeper := idem.Sweeper{Store: mem, Policy: p}
 	ctx := context.Background()
 	r, err := ex.Do(ctx, request(key1, payload), func(ctx context.Context, a idem.Attempt) (idem.Response, error) {
-		for range 8 { // 400 ms, well past the 150 ms lease
-			time.Sleep(50 * time.Millisecond)
+		for range 10 { // 1.5 s, well past the 600 ms lease
+			time.Sleep(150 * time.Millisecond)
 			if _, err := sweeper.RunOnce(ctx); err != nil {
 				return idem.Response{}, err
 			}
