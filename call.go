@@ -18,10 +18,10 @@ type Request struct {
 
 // Validate checks the scope and key (SPEC §3) and that a fingerprint is set.
 func (r *Request) Validate(p *Policy) error {
-	if err := core.ValidateKey(r.Scope.Key, p.KeyBytesMax); err != nil {
-		return newError(ErrInvalidKey, err, 0)
-	}
 	if err := r.Scope.Validate(p.KeyBytesMax); err != nil {
+		if errors.Is(err, core.ErrInvalidKey) {
+			return newError(ErrInvalidKey, err, 0)
+		}
 		return newError(ErrInvalidRequest, err, 0)
 	}
 	if r.Fingerprint.IsZero() {

@@ -9,12 +9,8 @@ import (
 // TestLinCheck: with -lincheck the run's store history is checked and
 // found linearizable, store faults (ambiguous commits) included.
 func TestLinCheck(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := allFaultsAt(0.05)
 	cfg.LinCheck = true
-	cfg.Swarm = false
-	for f := range cfg.FaultRate {
-		cfg.FaultRate[f] = 0.05
-	}
 	for seed := uint64(1); seed <= 10; seed++ {
 		cfg.Seed = seed
 		r, err := Run(cfg)

@@ -54,16 +54,22 @@ func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
 	}
 }
 
+// allFaultsAt is the default config with every fault at rate, no swarm.
+func allFaultsAt(rate float64) Config {
+	cfg := DefaultConfig()
+	cfg.Swarm = false
+	for f := range cfg.FaultRate {
+		cfg.FaultRate[f] = rate
+	}
+	return cfg
+}
+
 // TestEveryFaultAtOnce runs the correct policy with every fault on at a high
 // fixed rate (no swarm), and with the gateway deduplicating as well.
 func TestEveryFaultAtOnce(t *testing.T) {
 	for _, idempotentGateway := range []bool{false, true} {
-		cfg := DefaultConfig()
-		cfg.Swarm = false
+		cfg := allFaultsAt(0.05)
 		cfg.GatewayIdempotent = idempotentGateway
-		for f := range cfg.FaultRate {
-			cfg.FaultRate[f] = 0.05
-		}
 		for seed := uint64(1); seed <= 20; seed++ {
 			cfg.Seed = seed
 			r, err := Run(cfg)
@@ -80,11 +86,7 @@ func TestEveryFaultAtOnce(t *testing.T) {
 // TestFaultsFire checks that every injector actually fires, so that a
 // passing run is not a quiet one.
 func TestFaultsFire(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Swarm = false
-	for f := range cfg.FaultRate {
-		cfg.FaultRate[f] = 0.05
-	}
+	cfg := allFaultsAt(0.05)
 	cfg.Seed = 7
 	r, err := Run(cfg)
 	if err != nil {
