@@ -29,3 +29,47 @@ func TestQueueSortsLikeASortedSlice(t *testing.T) {
 		}
 	}
 }
+
+// TestClockOrdersNearAndFar: the two heaps together still give events in
+// (time, scheduling order), across the near/far split and ties.
+func TestClockOrdersNearAndFar(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var c clock
+	type fired struct {
+		at  int64
+		seq int
+	}
+	var got []fired
+	n := 0
+	var schedule func()
+	schedule = func() {
+		for range 1 + r.IntN(3) {
+			if n >= 20000 {
+				return
+			}
+			n++
+			seq := n
+			d := r.Int64N(3 * nearNanos)
+			if r.IntN(4) == 0 {
+				d = nearNanos // the boundary, and ties
+			}
+			c.after(d, func() { got = append(got, fired{c.now, seq}); schedule() })
+		}
+	}
+	schedule()
+	for c.pending() > 0 {
+		e := c.next()
+		e.fire()
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].at < got[i-1].at {
+			t.Fatalf("event %d at %d ran after one at %d", got[i].seq, got[i].at, got[i-1].at)
+		}
+		if got[i].at == got[i-1].at && got[i].seq < got[i-1].seq {
+			t.Fatalf("at %d: event %d ran after the later-scheduled %d", got[i].at, got[i].seq, got[i-1].seq)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d of %d events ran", len(got), n)
+	}
+}

@@ -146,7 +146,7 @@ func (w *world) convergeBound() int64 {
 }
 
 func (w *world) loop() {
-	for len(w.queue) > 0 && !w.stopped {
+	for w.pending() > 0 && !w.stopped {
 		e := w.next()
 		if e.srv != nil {
 			e.srv.runEvent(e)

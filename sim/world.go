@@ -87,14 +87,24 @@ func (q *queue) pop() item {
 	return top
 }
 
+// nearNanos splits the queue: most events are due within a few
+// milliseconds (network and store latency) and a few are far off (timeouts,
+// ticks). Two heaps keep the busy one small; the next event is the earlier
+// of their two heads.
+const nearNanos = int64(10 * time.Millisecond)
+
 // clock is the virtual time and the event queue of one run.
 type clock struct {
 	now    int64 // nanoseconds since epoch
 	seq    uint64
-	queue  queue
+	near   queue
+	far    queue
 	events []event // the scheduled events, by item.ev
 	free   []int32 // unused indexes of events
 }
+
+// pending is the number of scheduled events.
+func (c *clock) pending() int { return len(c.near) + len(c.far) }
 
 // after schedules fn d from now.
 func (c *clock) after(d int64, fn func()) { c.schedule(d, event{fn: fn}) }
@@ -123,12 +133,30 @@ func (c *clock) schedule(d int64, e event) {
 		c.events = append(c.events, e)
 	}
 	c.seq++
-	c.queue.push(item{at: c.now + max(d, 0), seq: c.seq, ev: i})
+	it := item{at: c.now + max(d, 0), seq: c.seq, ev: i}
+	if d <= nearNanos {
+		c.near.push(it)
+	} else {
+		c.far.push(it)
+	}
 }
 
 // next takes the earliest event off the queue and moves the time to it.
 func (c *clock) next() event {
-	it := c.queue.pop()
+	var it item
+	switch {
+	case len(c.far) == 0:
+		it = c.near.pop()
+	case len(c.near) == 0:
+		it = c.far.pop()
+	default:
+		n, f := c.near[0], c.far[0]
+		if n.at < f.at || n.at == f.at && n.seq < f.seq {
+			it = c.near.pop()
+		} else {
+			it = c.far.pop()
+		}
+	}
 	c.now = it.at
 	e := c.events[it.ev]
 	c.events[it.ev] = event{}
