@@ -113,6 +113,12 @@ type serverCall struct {
 	hb     opRun // the heartbeat's, which runs beside the action
 	onMain func(idem.Applied, error)
 	onHb   func(idem.Applied, error)
+
+	// The action's state.
+	attempt    idem.Attempt
+	pauseAfter bool
+	actionDone bool
+	gwResult   gatewayResult
 }
 
 func (c *serverCall) advance() {
@@ -167,9 +173,17 @@ type opRun struct {
 
 // Kinds of serverCall events.
 const (
-	evOpStep uint8 = iota // the call's store answer arrived
-	evHbStep              // the heartbeat's store answer arrived
-	evHbTick              // time for the next heartbeat
+	evOpStep          uint8 = iota // the call's store answer arrived
+	evHbStep                       // the heartbeat's store answer arrived
+	evHbTick                       // time for the next heartbeat
+	evActionRefused                // the gateway refused the connection
+	evActionSend                   // the gateway request leaves (after a pause, if any)
+	evActionTimeout                // the gateway call timed out
+	evActionCancelled              // the client hung up mid-call
+	evActionAtGateway              // the request reaches the gateway
+	evActionAnswered               // the gateway's answer crosses the network
+	evActionBack                   // the answer reaches the server
+	evActionDone                   // the server goes on with it
 )
 
 func (c *serverCall) handle(kind uint8) {
@@ -180,6 +194,8 @@ func (c *serverCall) handle(kind uint8) {
 		c.s.w.opAnswer(c, &c.hb, evHbStep)
 	case evHbTick:
 		c.beat()
+	default:
+		c.actionStep(kind)
 	}
 }
 
@@ -266,79 +282,91 @@ func (c *serverCall) wait(eff idem.Effect) {
 
 // runAction is the caller's action: a charge through the payment gateway,
 // with the attempt's lease end as the deadline the gateway enforces, and a
-// heartbeat beside it.
+// heartbeat beside it. Its steps are serverCall events (evAction*), so that
+// an action allocates no closures.
 func (c *serverCall) runAction(at idem.Attempt) {
 	w, s := c.s.w, c.s
-	req := c.att.req
+	c.attempt = at
 	w.check.gatewayCall(c.scope, at.Token)
 	w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: at.Token})
 	c.heartbeat(at.Token)
-	finished := false
-	finish := func(out idem.Outcome, how int64) {
-		if finished {
-			return
-		}
-		finished = true
-		c.hbStop = true
-		w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatOutcome, Token: at.Token, Arg: how})
-		if s.crashes(c.scope) { // after the side effect, before complete
-			return
-		}
-		if w.cfg.Policy == PolicyEvictUnknown && how == outcomeUnknown {
-			out.Err = idem.NotExecuted(out.Err) // the anti-pattern: a timeout taken for "did not happen"
-		}
-		c.call.Ran(out)
-		c.advance()
-	}
 	if w.fault(FaultGatewayRefuse, w.rng.gateway) {
-		s.at(c.epoch, w.netLatency(), func() { finish(idem.Outcome{Err: idem.NotExecuted(errGatewayRefused)}, outcomeNotExecuted) })
+		w.afterOnH(s, c.epoch, w.netLatency(), c, evActionRefused)
 		return
 	}
-	pauseBefore, pauseAfter := false, false
+	pauseBefore := false
 	if w.fault(FaultPause, w.rng.servers) {
 		pauseBefore = w.rng.servers.IntN(2) == 0
-		pauseAfter = !pauseBefore
+		c.pauseAfter = !pauseBefore
 	}
-	deadline := at.LockedUntil
-	send := func() {
-		s.at(c.epoch, int64(w.cfg.GatewayTimeout), func() { finish(idem.Outcome{Err: errGatewayTimeout}, outcomeUnknown) })
+	if pauseBefore {
+		s.pause(c.scope) // a zombie that sends its request after its lease
+	}
+	s.runEvent(event{h: c, kind: evActionSend, srv: s, epoch: c.epoch})
+}
+
+// actionStep is one step of the action, by kind.
+func (c *serverCall) actionStep(kind uint8) {
+	w, s := c.s.w, c.s
+	switch kind {
+	case evActionRefused:
+		c.finishAction(idem.Outcome{Err: idem.NotExecuted(errGatewayRefused)}, outcomeNotExecuted)
+	case evActionSend:
+		w.afterOnH(s, c.epoch, int64(w.cfg.GatewayTimeout), c, evActionTimeout)
 		if w.fault(FaultDisconnect, w.rng.net) {
 			// The client hangs up; the handler's context is cancelled mid-call.
-			s.at(c.epoch, w.rng.net.Int64N(int64(w.cfg.GatewayTimeout)), func() {
-				finish(idem.Outcome{Err: context.Canceled}, outcomeUnknown)
-			})
+			w.afterOnH(s, c.epoch, w.rng.net.Int64N(int64(w.cfg.GatewayTimeout)), c, evActionCancelled)
 		}
 		if w.fault(FaultGatewayTimeoutBefore, w.rng.gateway) {
 			w.log(Event{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 2})
 			return
 		}
-		w.after(w.netLatency(), func() {
-			res := w.gateway.handle(w, c.scope, req, at.Token, deadline)
-			back := w.gatewayLatency() + w.netLatency()
-			w.after(back, func() {
-				if res.charge != nil && w.fault(FaultGatewayTimeoutAfter, w.rng.gateway) {
-					w.log(Event{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 3})
-					return
-				}
-				s.run(c.epoch, func() {
-					if pauseAfter {
-						s.pause(c.scope) // a zombie: it wakes after its lease and tries to complete
-					}
-					s.run(c.epoch, func() {
-						if res.charge == nil {
-							finish(idem.Outcome{Err: idem.NotExecuted(errDeadlinePassed)}, outcomeNotExecuted)
-							return
-						}
-						finish(idem.Outcome{Response: res.charge.response()}, outcomeCompleted)
-					})
-				})
-			})
-		})
+		w.afterH(w.netLatency(), c, evActionAtGateway)
+	case evActionTimeout:
+		c.finishAction(idem.Outcome{Err: errGatewayTimeout}, outcomeUnknown)
+	case evActionCancelled:
+		c.finishAction(idem.Outcome{Err: context.Canceled}, outcomeUnknown)
+	case evActionAtGateway: // the gateway's own event: no server's crash or pause stops it
+		c.gwResult = w.gateway.handle(w, c.scope, c.att.req, c.attempt.Token, c.attempt.LockedUntil)
+		w.afterH(w.gatewayLatency()+w.netLatency(), c, evActionAnswered)
+	case evActionAnswered: // the network's
+		if c.gwResult.charge != nil && w.fault(FaultGatewayTimeoutAfter, w.rng.gateway) {
+			w.log(Event{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 3})
+			return
+		}
+		s.runEvent(event{h: c, kind: evActionBack, srv: s, epoch: c.epoch})
+	case evActionBack:
+		if c.pauseAfter {
+			s.pause(c.scope) // a zombie: it wakes after its lease and tries to complete
+		}
+		s.runEvent(event{h: c, kind: evActionDone, srv: s, epoch: c.epoch})
+	case evActionDone:
+		if c.gwResult.charge == nil {
+			c.finishAction(idem.Outcome{Err: idem.NotExecuted(errDeadlinePassed)}, outcomeNotExecuted)
+			return
+		}
+		c.finishAction(idem.Outcome{Response: c.gwResult.charge.response()}, outcomeCompleted)
 	}
-	if pauseBefore {
-		s.pause(c.scope) // a zombie that sends its request after its lease
+}
+
+// finishAction ends the action with its first outcome; later ones (a
+// timeout after the answer, say) are ignored.
+func (c *serverCall) finishAction(out idem.Outcome, how int64) {
+	w, s := c.s.w, c.s
+	if c.actionDone {
+		return
 	}
-	s.run(c.epoch, send)
+	c.actionDone = true
+	c.hbStop = true
+	w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatOutcome, Token: c.attempt.Token, Arg: how})
+	if s.crashes(c.scope) { // after the side effect, before complete
+		return
+	}
+	if w.cfg.Policy == PolicyEvictUnknown && how == outcomeUnknown {
+		out.Err = idem.NotExecuted(out.Err) // the anti-pattern: a timeout taken for "did not happen"
+	}
+	c.call.Ran(out)
+	c.advance()
 }
 
 const (
