@@ -53,7 +53,11 @@ type shard struct {
 	// slots are allocated slotsPerChunk at a time, which saves the
 	// allocator and the garbage collector most of their work per record.
 	free []*slot
-	_    [64]byte // keep neighbouring shards' locks off one cache line
+	// nextDue is, per idem.DueKind, a time no record of the shard becomes
+	// due before (a lower bound, lowered by every write, made exact by every
+	// scan), so that Due skips the shards with nothing due.
+	nextDue [2]int64
+	_       [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // slot holds one record, the next record whose scope has the same key, and
@@ -181,6 +185,16 @@ func (sh *shard) put(rec *core.Record, head *slot) {
 	sl.next = head
 	sl.rec.set(rec, true)
 	sh.records[rec.Scope.Key] = sl
+	sh.noteDue(&sl.rec)
+}
+
+// noteDue lowers the shard's due bounds for a record just written.
+func (sh *shard) noteDue(c *compact) {
+	for k := range sh.nextDue {
+		if at, ok := c.dueAt(idem.DueKind(k + 1)); ok && at < sh.nextDue[k] {
+			sh.nextDue[k] = at
+		}
+	}
 }
 
 // release returns a dropped slot for reuse, keeping no references alive.
@@ -235,6 +249,7 @@ func New(o Options) *Store {
 	}
 	for i := range s.shards {
 		s.shards[i].records = map[string]*slot{}
+		s.shards[i].nextDue = [2]int64{math.MaxInt64, math.MaxInt64}
 	}
 	return s
 }
@@ -328,6 +343,7 @@ func (s *Store) CompareAndSet(ctx context.Context, rec *core.Record, expectVersi
 		return fmt.Errorf("memstore: compare-and-set %s: %w", rec.Scope, idem.ErrConflict)
 	}
 	sl.rec.set(rec, true)
+	sh.noteDue(&sl.rec)
 	sl.wake()
 	return nil
 }
@@ -386,7 +402,11 @@ func (s *Store) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.R
 	if limit <= 0 {
 		return nil, nil
 	}
-	now := s.clock()
+	if kind != idem.DueSweep && kind != idem.DueReconcile {
+		return nil, fmt.Errorf("memstore: due: unknown kind %v", kind)
+	}
+	now := s.clock().UnixNano()
+	k := int(kind - 1)
 	type due struct {
 		at  int64
 		rec core.Record
@@ -395,15 +415,26 @@ func (s *Store) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.R
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
+		if sh.nextDue[k] > now {
+			sh.mu.Unlock()
+			continue
+		}
+		next := int64(math.MaxInt64)
 		for _, sl := range sh.records {
 			for ; sl != nil; sl = sl.next {
-				if at, ok := sl.rec.dueAt(kind); ok && at <= now.UnixNano() {
+				at, ok := sl.rec.dueAt(kind)
+				if !ok {
+					continue
+				}
+				next = min(next, at)
+				if at <= now {
 					d := due{at: at}
 					sl.rec.get(&d.rec)
 					found = append(found, d)
 				}
 			}
 		}
+		sh.nextDue[k] = next
 		sh.mu.Unlock()
 	}
 	slices.SortFunc(found, func(a, b due) int {
@@ -464,6 +495,7 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	case core.WriteUpdate:
 		// Only Complete and Resolve bring a response from outside the store.
 		match.rec.set(&a.Record, ev.Kind == core.EventComplete || ev.Kind == core.EventResolve)
+		sh.noteDue(&match.rec)
 		match.wake()
 	case core.WriteDelete:
 		s.remove(sh, scope)

@@ -454,3 +454,40 @@ func TestScopesSharingAKeyAreUnrelated(t *testing.T) {
 		t.Fatalf("%d records", m.Len())
 	}
 }
+
+// TestDueNoticesNewlyDueRecords: a shard that was scanned and found nothing
+// due is looked at again once a write makes one of its records due.
+func TestDueNoticesNewlyDueRecords(t *testing.T) {
+	clock := fakeclock.New()
+	m := memstore.New(memstore.Options{Clock: clock.Now, Shards: 4})
+	p := idem.DefaultPolicy()
+	ctx := context.Background()
+	tokens := map[int]core.Token{}
+	for i := range 40 {
+		a, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(i), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[i] = a.Result.Decision.Token
+	}
+	for _, kind := range []idem.DueKind{idem.DueSweep, idem.DueReconcile} {
+		if due, _ := m.Due(ctx, kind, 100); len(due) != 0 {
+			t.Fatalf("%v: %d due", kind, len(due))
+		}
+	}
+	// Now one record becomes unknown: due for the reconciler at once.
+	if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(17), core.Event{Kind: core.EventMarkUnknown, Token: tokens[17]}); err != nil {
+		t.Fatal(err)
+	}
+	due, _ := m.Due(ctx, idem.DueReconcile, 100)
+	if len(due) != 1 || due[0].Scope != scopeN(17) {
+		t.Fatalf("reconcile: %d due", len(due))
+	}
+	clock.Advance(p.LeaseDuration)
+	if due, _ := m.Due(ctx, idem.DueSweep, 100); len(due) != 39 {
+		t.Fatalf("sweep after the lease: %d due, want 39", len(due))
+	}
+	if _, err := m.Due(ctx, idem.DueKind(9), 1); err == nil {
+		t.Fatal("an unknown kind was accepted")
+	}
+}
