@@ -38,15 +38,15 @@ type checker struct {
 	// granted: attempts (scope, token) that the store durably made the
 	// owner of an in_progress record.
 	granted map[attemptID]bool
-	firstCh map[int32]*charge        // the first real charge per scope
-	seen    map[int32]*core.Response // the first outcome a client saw per scope
+	firstCh map[int32]*charge       // the first real charge per scope
+	seen    map[int32]core.Response // the first outcome a client saw per scope (slices shared, never modified)
 }
 
 func (c *checker) init(w *world) {
 	c.w = w
 	c.granted = map[attemptID]bool{}
 	c.firstCh = map[int32]*charge{}
-	c.seen = map[int32]*core.Response{}
+	c.seen = map[int32]core.Response{}
 }
 
 // fail records a violation and stops the run.
@@ -118,9 +118,8 @@ func (c *checker) answer(req *request, a *answer) {
 		c.fail(3, req.scope, "the client of payload %d received the outcome of payload %d", req.payload, p)
 		return
 	}
-	if first := c.seen[req.scope]; first == nil {
-		r := a.response.Clone()
-		c.seen[req.scope] = &r
+	if first, ok := c.seen[req.scope]; !ok {
+		c.seen[req.scope] = a.response
 	} else if !first.Equal(a.response) {
 		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.Describe(), a.response.Describe())
 	}
@@ -138,7 +137,7 @@ func (c *checker) final() {
 			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
 			return
 		case core.StatusCompleted:
-			if first := c.seen[scope]; first != nil && !first.Equal(rec.Response) {
+			if first, ok := c.seen[scope]; ok && !first.Equal(rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.Describe(), rec.Response.Describe())
 				return
 			}
