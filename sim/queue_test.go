@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestQueueSortsLikeASortedSlice: the heap pops items in (time, sequence)
@@ -49,9 +50,14 @@ func TestClockOrdersNearAndFar(t *testing.T) {
 			}
 			n++
 			seq := n
-			d := r.Int64N(3 * nearNanos)
-			if r.IntN(4) == 0 {
+			var d int64
+			switch r.IntN(5) {
+			case 0:
 				d = nearNanos // the boundary, and ties
+			case 1:
+				d = r.Int64N(20 * int64(time.Second)) // far off
+			default:
+				d = r.Int64N(3 * nearNanos)
 			}
 			c.after(d, func() { got = append(got, fired{c.now, seq}); schedule() })
 		}
