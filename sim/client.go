@@ -13,8 +13,12 @@ type client struct {
 	w         *world
 	id        int32
 	principal string
+	buggy     bool         // one of the clients that reuse keys (FaultKeyMisuse)
 	keys      []core.Scope // keys it used, for a buggy reuse
 }
+
+// buggyShare is the share of clients that reuse a key for another payload.
+const buggyShare = 0.25
 
 // request is one logical payment: the same key and payload on every retry.
 type request struct {
@@ -70,7 +74,7 @@ func (c *client) newRequest() {
 	req := &request{id: len(w.requests), c: c, start: w.now}
 	req.payload = int64(req.id + 1)
 	req.amount = 100 + w.rng.clients.Int64N(100000)
-	if len(c.keys) > 0 && w.fault(FaultKeyMisuse, w.rng.clients) {
+	if c.buggy && len(c.keys) > 0 && w.fault(FaultKeyMisuse, w.rng.clients) {
 		req.key = c.keys[w.rng.clients.IntN(len(c.keys))]
 		req.misuse = true
 	} else {

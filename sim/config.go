@@ -28,7 +28,7 @@ const (
 	FaultPause                             // a server freezes for longer than the lease (a zombie owner)
 	FaultDisconnect                        // the client hangs up while the action runs: its context is cancelled
 	FaultDuplicate                         // a client sends the same request to two servers at once
-	FaultKeyMisuse                         // a buggy client reuses a key for another payload
+	FaultKeyMisuse                         // a buggy client (a quarter of them) reuses a key for another payload
 	faultCount
 )
 

@@ -123,7 +123,11 @@ func Summarize(reports []*Report) Summary {
 // (every seed when verbose, else those with violations), each violation with
 // its scope's events and the command that reproduces it, and the summary.
 func WriteText(out io.Writer, cfg Config, seeds int, reports []*Report, verbose bool) {
-	fmt.Fprintf(out, "%s\nseeds:      %d from %d\n\n", cfg.Describe(), seeds, cfg.Seed)
+	fmt.Fprintf(out, "%s\nseeds:      %d from %d\n", cfg.Describe(), seeds, cfg.Seed)
+	if len(reports) == 1 {
+		fmt.Fprintf(out, "fault rates: %s\n", describeRates(&reports[0].Rates))
+	}
+	fmt.Fprintln(out)
 	for _, r := range reports {
 		if !verbose && len(r.Violations) == 0 {
 			continue

@@ -124,7 +124,8 @@ func (w *world) start() {
 		w.servers = append(w.servers, &server{w: w, id: int32(i), alive: true})
 	}
 	for i := range w.cfg.Clients {
-		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i)})
+		buggy := w.rates[FaultKeyMisuse] > 0 && w.rng.clients.Float64() < buggyShare
+		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i), buggy: buggy})
 	}
 	// Requests go round the clients and start at random times in the
 	// arrival window.
