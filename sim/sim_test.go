@@ -43,7 +43,7 @@ func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
 				}
 				if len(r.Violations) > 0 {
 					v := r.Violations[0]
-					t.Logf("caught at seed %d: invariant %d (%s): %s", seed, v.Invariant, v.Name, v.Detail)
+					t.Logf("%v caught at seed %d: invariant %d (%s): %s", p, seed, v.Invariant, v.Name, v.Detail)
 					return
 				}
 			}
