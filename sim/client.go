@@ -50,14 +50,22 @@ type attempt struct {
 const (
 	evArrive0 uint8 = iota // the attempt reaches server to[0]
 	evArrive1              // its duplicate reaches server to[1]
+	evServe0               // server to[0] takes it up
+	evServe1               // server to[1] takes it up
+	evRefused              // the client hears the server is down
 	evTimeout              // the client stops waiting for it
 	evRetry                // (request) time to send again
 )
 
 func (att *attempt) handle(kind uint8) {
+	w := att.req.c.w
 	switch kind {
 	case evArrive0, evArrive1:
-		att.req.c.w.servers[att.to[kind-evArrive0]].receive(att)
+		w.servers[att.to[kind-evArrive0]].receive(att, kind-evArrive0)
+	case evServe0, evServe1:
+		w.servers[att.to[kind-evServe0]].serve(att)
+	case evRefused:
+		att.req.c.refused(att)
 	case evTimeout:
 		att.req.c.timeout(att)
 	}

@@ -32,6 +32,7 @@ type charge struct {
 	amount   int64
 	payload  int64
 	declined bool
+	resp     core.Response // built once: its slices are never modified
 }
 
 type gatewayResult struct {
@@ -73,8 +74,15 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 }
 
 // response is the API response for a ledger entry. The executing server and
-// the reconciler both build it from the entry, so they agree byte for byte.
+// the reconciler both take it from the entry, so they agree byte for byte.
 func (ch *charge) response() core.Response {
+	if ch.resp.StatusCode == 0 {
+		ch.resp = ch.build()
+	}
+	return ch.resp
+}
+
+func (ch *charge) build() core.Response {
 	headers := []core.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Payload", Value: strconv.FormatInt(ch.payload, 10)}}
 	if ch.declined {
 		return core.Response{StatusCode: http.StatusPaymentRequired, Headers: headers, SchemaVersion: 1,

@@ -70,33 +70,36 @@ func (s *server) pause(scope int32) {
 	s.w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
 }
 
-// receive is a request arriving from a client.
-func (s *server) receive(att *attempt) {
-	w := s.w
+// receive is a request (copy 0 or 1 of att) arriving from a
+// client: served now, or once the server's pause ends.
+func (s *server) receive(att *attempt, copy uint8) {
 	if !s.alive {
-		w.after(w.netLatency(), func() { att.req.c.refused(att) })
+		s.w.afterH(s.w.netLatency(), att, evRefused)
 		return
 	}
-	epoch := s.epoch
-	s.run(epoch, func() {
-		if s.crashes(att.req.scope) { // before reserve
-			return
-		}
-		if w.cfg.Policy == PolicyNaive {
-			s.naive(epoch, att)
-			return
-		}
-		fp := att.req.fp
-		if w.cfg.Policy == PolicyNoFingerprint {
-			fp = keyOnly(att.req.key.Key)
-		}
-		call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: fp})
-		if err != nil {
-			panic(err) // unreachable: the simulator builds valid requests
-		}
-		c := &serverCall{s: s, epoch: epoch, att: att, scope: att.req.scope, call: call}
-		c.advance()
-	})
+	s.runEvent(event{h: att, kind: evServe0 + copy, srv: s, epoch: s.epoch})
+}
+
+// serve starts a request on the server.
+func (s *server) serve(att *attempt) {
+	w := s.w
+	if s.crashes(att.req.scope) { // before reserve
+		return
+	}
+	if w.cfg.Policy == PolicyNaive {
+		s.naive(s.epoch, att)
+		return
+	}
+	fp := att.req.fp
+	if w.cfg.Policy == PolicyNoFingerprint {
+		fp = keyOnly(att.req.key.Key)
+	}
+	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: fp})
+	if err != nil {
+		panic(err) // unreachable: the simulator builds valid requests
+	}
+	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: call}
+	c.advance()
 }
 
 // serverCall hosts one request's idem.Call on a server: it performs each
