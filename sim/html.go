@@ -88,7 +88,11 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 		page.Marks = append(page.Marks, htmlMark{X: x(e.At), Y: y, Color: colorOf(e.What), Title: e.Describe()})
 		page.Rows = append(page.Rows, htmlRow{At: fmtTime(e.At), Actor: e.actor(), Text: e.Text(), Color: colorOf(e.What)})
 	}
-	page.Height = 40 + len(lanes)*laneH
+	for i := 0; i <= 5; i++ {
+		t := t0 + span*int64(i)/5
+		page.Ticks = append(page.Ticks, htmlTick{X: x(t), Label: fmtTime(t)})
+	}
+	page.Height = 40 + len(lanes)*laneH + 20
 	page.Width = left + width + 30
 	page.TimeFrom, page.TimeTo = fmtTime(t0), fmtTime(t1)
 	return htmlTemplate.Execute(out, page)
@@ -100,6 +104,7 @@ type htmlPage struct {
 	Violations       []string
 	Lanes            []htmlLane
 	Marks            []htmlMark
+	Ticks            []htmlTick
 	Rows             []htmlRow
 	Width, Height    int
 	TimeFrom, TimeTo string
@@ -117,6 +122,11 @@ type htmlMark struct {
 }
 
 type htmlRow struct{ At, Actor, Text, Color string }
+
+type htmlTick struct {
+	X     float64
+	Label string
+}
 
 func colorOf(w What) string {
 	switch w {
@@ -151,6 +161,7 @@ svg text { font: 12px monospace; }
 <p>time {{.TimeFrom}} to {{.TimeTo}} (virtual); hover a mark for its event; red: a charge, green: a store write, grey: a fault.</p>
 <svg width="{{.Width}}" height="{{.Height}}" xmlns="http://www.w3.org/2000/svg">
 {{range .Lanes}}<text x="4" y="{{.Y}}" dy="4">{{.Name}}</text><line x1="130" x2="1230" y1="{{.Y}}" y2="{{.Y}}" stroke="#ddd"/>
+{{end}}{{range .Ticks}}<line x1="{{printf "%.1f" .X}}" x2="{{printf "%.1f" .X}}" y1="14" y2="{{$.Height}}" stroke="#f0f0f0"/><text x="{{printf "%.1f" .X}}" y="{{$.Height}}" dy="-4" text-anchor="middle" fill="#888">{{.Label}}</text>
 {{end}}{{range .Marks}}<circle cx="{{printf "%.1f" .X}}" cy="{{.Y}}" r="5" fill="{{.Color}}"><title>{{.Title}}</title></circle>
 {{end}}</svg>
 <table>{{range .Rows}}<tr><td>{{.At}}</td><td>{{.Actor}}</td><td style="color:{{.Color}}">{{.Text}}</td></tr>
