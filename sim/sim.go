@@ -1,10 +1,3 @@
-// Package sim is the deterministic fault simulator of idem: many clients,
-// servers running the real executor over the real core and memory store, a
-// payment gateway with a ledger of real charges, a reconciler and a sweeper,
-// all on one virtual clock in one goroutine. Faults (SPEC §8) are injected by
-// wrappers around the real components; the checkers, separate from the
-// injectors, hold every run to the invariants of SPEC §6. One seed drives
-// every random choice, so a failing run is reproduced by its seed.
 package sim
 
 import (
