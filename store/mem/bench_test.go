@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,7 +75,14 @@ func benchKeys(n int) []string {
 	return ks
 }
 
-const benchKeyCount = 1 << 16
+// benchKeyCount is how many keys a round cycles through: 65,536, or the
+// power of two IDEM_BENCH_KEYS_LOG2 sets (20 for a million keys).
+var benchKeyCount = func() int {
+	if v, err := strconv.Atoi(os.Getenv("IDEM_BENCH_KEYS_LOG2")); err == nil && v > 0 && v < 25 {
+		return 1 << v
+	}
+	return 1 << 16
+}()
 
 // BenchmarkReserveComplete measures one Reserve plus one Complete of a new
 // key: the seed's store against the memory store doing the whole lifecycle
@@ -156,10 +164,10 @@ func BenchmarkReserveCompleteParallel(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := next.Add(1)
-				if i&(benchKeyCount-1) == 0 {
+				if i&int64(benchKeyCount-1) == 0 {
 					store.Store(&seedStore{entries: map[string]*seedEntry{}})
 				}
-				s, k := store.Load(), keys[i&(benchKeyCount-1)]
+				s, k := store.Load(), keys[i&int64(benchKeyCount-1)]
 				if d, _ := s.Reserve(k, fpHex); d == seedExecute {
 					r := *seedResp
 					s.Complete(k, &r)
@@ -178,11 +186,11 @@ func BenchmarkReserveCompleteParallel(b *testing.B) {
 			scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
 			for pb.Next() {
 				i := next.Add(1)
-				if i&(benchKeyCount-1) == 0 {
+				if i&int64(benchKeyCount-1) == 0 {
 					store.Store(memstore.New(memstore.Options{}))
 				}
 				m := store.Load()
-				scope.Key = keys[i&(benchKeyCount-1)]
+				scope.Key = keys[i&int64(benchKeyCount-1)]
 				a, err := idem.ApplyOver(ctx, m, &p, nil, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp})
 				if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 					continue
