@@ -486,3 +486,23 @@ func TestCallerGivingUpWhileWaitingIsInProgress(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestMemMetricsCountsByLabel(t *testing.T) {
+	var m idem.MemMetrics
+	a := idem.Labels{UseCase: "payments.create", Outcome: "execute"}
+	b := idem.Labels{UseCase: "refunds.create", Outcome: "execute"}
+	m.Add(idem.CounterReserveCreated, a, 2)
+	m.Add(idem.CounterReserveCreated, b, 1)
+	m.Add(idem.Counter(200), a, 1) // out of range: ignored, not a panic
+	if m.Count(idem.CounterReserveCreated, a) != 2 || m.Count(idem.CounterReserveCreated, b) != 1 || m.Total(idem.CounterReserveCreated) != 3 {
+		t.Fatalf("counts %d %d total %d", m.Count(idem.CounterReserveCreated, a), m.Count(idem.CounterReserveCreated, b), m.Total(idem.CounterReserveCreated))
+	}
+	if ls := m.Labels(idem.CounterReserveCreated); len(ls) != 2 || ls[0] != a || ls[1] != b {
+		t.Fatalf("labels %v", ls)
+	}
+	if m.Total(idem.Counter(200)) != 0 || idem.Counter(200).Name() != "counter(200)" {
+		t.Fatal("an unknown counter")
+	}
+	var nop idem.NopMetrics
+	nop.Add(idem.CounterStoreError, a, 1) // does nothing, and must not panic
+}

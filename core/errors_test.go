@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,60 @@ func TestEnumStrings(t *testing.T) {
 	}
 	if got := DecisionKind(200).String(); got != "decision(200)" {
 		t.Fatalf("out of range decision: %q", got)
+	}
+}
+
+// TestPolicyValidateNamesEachField: every out-of-range field is refused,
+// and the message says which one.
+func TestPolicyValidateNamesEachField(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mutate func(*Policy)
+	}{
+		{"lease", func(p *Policy) { p.LeaseDuration = -1 }},
+		{"TTL", func(p *Policy) { p.TTL = 0 }},
+		{"cap", func(p *Policy) { p.TTL = TTLCap + 1 }},
+		{"in-flight wait", func(p *Policy) { p.InFlightWait = -1 }},
+		{"in_flight_answer", func(p *Policy) { p.InFlightAnswer = 9 }},
+		{"retry-after", func(p *Policy) { p.RetryAfter = 0 }},
+		{"expiry_mode", func(p *Policy) { p.Expiry = 9 }},
+		{"fail_mode", func(p *Policy) { p.Fail = 9 }},
+		{"backoff base", func(p *Policy) { p.ReconcileBackoffBase = 0 }},
+		{"backoff cap", func(p *Policy) { p.ReconcileBackoffCap = p.ReconcileBackoffBase - 1 }},
+		{"attempts max", func(p *Policy) { p.ReconcileAttemptsMax = 0 }},
+		{"key bytes max", func(p *Policy) { p.KeyBytesMax = KeyBytesMin - 1 }},
+		{"request bytes max", func(p *Policy) { p.RequestBytesMax = 0 }},
+		{"response bytes max", func(p *Policy) { p.ResponseBytesMax = -5 }},
+	} {
+		p := DefaultPolicy()
+		c.mutate(&p)
+		err := p.Validate()
+		if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	p := DefaultPolicy()
+	if err := p.Validate(); err != nil {
+		t.Fatalf("the default policy is invalid: %v", err)
+	}
+	for _, s := range []fmt.Stringer{InFlightConflict, InFlightAccepted, ExpirySoft, ExpiryHard, FailKeep, FailEvict} {
+		if s.String() == "" || strings.Contains(s.String(), "(") {
+			t.Errorf("%#v has no name", s)
+		}
+	}
+}
+
+func TestResponseCloneIsDeep(t *testing.T) {
+	r := Response{StatusCode: 201, Headers: []Header{{"A", "b"}}, Body: []byte("body"), SchemaVersion: 2}
+	c := r.Clone()
+	if !c.Equal(r) || r.Bytes() != len("body")+len("A")+len("b") {
+		t.Fatalf("clone %s, bytes %d", c.Describe(), r.Bytes())
+	}
+	c.Body[0], c.Headers[0].Value = 'X', "changed"
+	if r.Body[0] != 'b' || r.Headers[0].Value != "b" || c.Equal(r) {
+		t.Fatal("the clone shares memory with the original")
+	}
+	if (Response{}).Clone().Body != nil {
+		t.Fatal("the clone of an empty body is not empty")
 	}
 }
