@@ -168,6 +168,9 @@ func (c *client) deliver(att *attempt, server int, kind uint8) {
 // full jitter on top.
 func (c *client) retry(req *request, wait int64) {
 	w := c.w
+	if w.plant.clientsGiveUp {
+		return
+	}
 	req.backoffOn++
 	backoff := int64(w.cfg.ClientBackoffBase) << min(req.backoffOn, 20)
 	backoff = min(backoff, int64(w.cfg.ClientBackoffCap))

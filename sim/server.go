@@ -434,6 +434,10 @@ func (c *serverCall) reply() {
 // sendAnswer sends a to the client of att, through the lossy network.
 func (w *world) sendAnswer(s *server, att *attempt, a answer) {
 	scope := att.req.scope
+	if w.plant.corruptReplays && a.kind == idem.ResultReplayed && len(a.response.Body) > 0 {
+		a.response = a.response.Clone()
+		a.response.Body[0] ^= 1
+	}
 	w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatReply, Arg: int64(a.status)})
 	w.report.reply(a)
 	if w.fault(FaultLostResponse, w.rng.net) {

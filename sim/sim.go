@@ -38,7 +38,8 @@ type world struct {
 	cur      opMeta // who is behind the store call in progress
 
 	check   checker
-	tracing bool // keep every event (else a violation is traced by running its seed again)
+	plant   plantedBugs // set only by the tests that show a checker catches them
+	tracing bool        // keep every event (else a violation is traced by running its seed again)
 	events  []Event
 	lin     []linearizability.StoreOperation // the store's history, with LinCheck
 	report  Report
@@ -84,6 +85,14 @@ func newWorld(cfg Config, tracing bool) *world {
 	w.check.init(w)
 	w.report.init(w)
 	return w
+}
+
+// plantedBugs are bugs the checker tests plant in a run, to show that each
+// checker catches what it is for. No Config reaches them.
+type plantedBugs struct {
+	corruptReplays bool // a server replays a response one byte off (invariant 2)
+	neverReconcile bool // the reconciler never finds the truth (invariant 5)
+	clientsGiveUp  bool // clients do not retry after a failure (invariant 6)
 }
 
 // fault reports whether f fires now, drawing from r. Faults fire only in the
@@ -208,6 +217,9 @@ func (w *world) sweepTick() {
 // ledger. An attempt can still land a charge until its lease end (the
 // deadline it passed to the gateway), so before then it is still unknown.
 func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding, error) {
+	if w.plant.neverReconcile {
+		return idem.Finding{Outcome: core.ResolveStillUnknown}, nil
+	}
 	if ch := w.gateway.find(attemptID{w.scopeIdx[rec.Scope], rec.Token}); ch != nil {
 		return idem.Finding{Outcome: core.ResolveExecuted, Response: ch.response()}, nil
 	}
