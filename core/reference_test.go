@@ -1,6 +1,8 @@
 package core
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -166,28 +168,82 @@ func toRef(r Record) refRecord {
 // side by side over random event sequences and compares every decision and
 // every field the table defines.
 func TestCoreAgreesWithReferenceModel(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		src := rapidSource{t}
-		w := newWorld(src)
-		w.policy.ReconcileBackoffCap = time.Duration(src.intRange("cap_s", 1, 60)) * time.Second
-		steps := src.intRange("steps", 1, 200)
-		for range steps {
-			s := &w.scopes[src.intRange("scope", 0, len(w.scopes)-1)]
-			ev := w.drawEvent(src, s)
-			r, err := step(s.cur, ev, w.policy)
-			if err != nil {
-				t.Fatalf("core refused valid %v: %v", ev.Kind, err)
-			}
-			// The world's responses differ in their bodies, so the model
-			// keeps bodies only.
-			wantDecision, want := refStep(toRef(s.cur), ev, w.policy)
-			if got := r.Decision.Kind.String(); got != wantDecision {
-				t.Fatalf("%v on %s: core says %s, model says %s", ev.Kind, s.cur.Describe(), got, wantDecision)
-			}
-			if got := toRef(r.Next); got != want {
-				t.Fatalf("%v on %s:\n core  %+v\n model %+v", ev.Kind, s.cur.Describe(), got, want)
-			}
-			s.cur = r.Next
+	rapid.Check(t, func(t *rapid.T) { compareWithModel(rapidSource{t}, step) })
+}
+
+// compareWithModel drives step and the reference model over one random world.
+func compareWithModel(src source, step stepFunc) {
+	w := newWorld(src)
+	w.policy.ReconcileBackoffCap = time.Duration(src.intRange("cap_s", 1, 60)) * time.Second
+	steps := src.intRange("steps", 1, 200)
+	for range steps {
+		s := &w.scopes[src.intRange("scope", 0, len(w.scopes)-1)]
+		ev := w.drawEvent(src, s)
+		r, err := step(s.cur, ev, w.policy)
+		if err != nil {
+			src.Fatalf("core refused valid %v: %v", ev.Kind, err)
 		}
-	})
+		// The world's responses differ in their bodies, so the model
+		// keeps bodies only.
+		wantDecision, want := refStep(toRef(s.cur), ev, w.policy)
+		if got := r.Decision.Kind.String(); got != wantDecision {
+			src.Fatalf("%v on %s: core says %s, model says %s", ev.Kind, s.cur.Describe(), got, wantDecision)
+		}
+		if got := toRef(r.Next); got != want {
+			src.Fatalf("%v on %s:\n core  %+v\n model %+v", ev.Kind, s.cur.Describe(), got, want)
+		}
+		s.cur = r.Next
+	}
+}
+
+// TestModelComparisonCatchesMutants: cores that bend one rule of the table
+// slightly, in ways the invariants alone do not forbid, are told apart from
+// the model.
+func TestModelComparisonCatchesMutants(t *testing.T) {
+	mutants := map[string]stepFunc{
+		"heartbeat does not extend": func(c Record, e Event, p Policy) (stepped, error) {
+			r, err := step(c, e, p)
+			if e.Kind == EventHeartbeat && r.Decision.Kind == DecisionExtended {
+				r.Next.LockedUntil = c.LockedUntil
+			}
+			return r, err
+		},
+		"backoff does not grow": func(c Record, e Event, p Policy) (stepped, error) {
+			c.ReconcileAttempts = 0
+			return step(c, e, p)
+		},
+		"ttl from creation": func(c Record, e Event, p Policy) (stepped, error) {
+			r, err := step(c, e, p)
+			if r.Decision.Kind == DecisionCompleted {
+				r.Next.ExpiresAt = r.Next.CreatedAt.Add(p.TTL)
+			}
+			return r, err
+		},
+		"abandons one look early": func(c Record, e Event, p Policy) (stepped, error) {
+			if p.ReconcileAttemptsMax > 1 {
+				p.ReconcileAttemptsMax--
+			}
+			return step(c, e, p)
+		},
+	}
+	for name, m := range mutants {
+		caught := ""
+		for seed := uint64(0); seed < 500 && caught == ""; seed++ {
+			src := &prngSource{rng: rand.New(rand.NewPCG(seed, 1))}
+			func() {
+				defer func() {
+					if r := recover(); r != nil && src.failed == "" {
+						src.failed = fmt.Sprint("panic: ", r)
+					}
+				}()
+				compareWithModel(src, m)
+			}()
+			caught = src.failed
+		}
+		if caught == "" {
+			t.Errorf("mutant %q agreed with the model in 500 worlds", name)
+		} else {
+			t.Logf("%s: %.100s", name, caught)
+		}
+	}
 }
