@@ -65,14 +65,11 @@ func describeRates(r *[faultCount]float64) string {
 
 // Summary adds up the reports of several seeds.
 type Summary struct {
-	Seeds, Failed                                         int
-	Requests, Done, Executions, Charges, Declines         int
-	Executed, Replays                                     int
-	Status409, Status202, Status422, Status503, Status5xx int
-	Reconciled                                            uint64
-	LinChecked                                            int
-	ConvergeMax, ConvergeP99                              time.Duration
-	Counters                                              []CounterValue
+	Seeds, Failed int
+	Tally
+	Reconciled               uint64
+	ConvergeMax, ConvergeP99 time.Duration
+	Counters                 []CounterValue
 }
 
 // Summarize adds up reports.
@@ -84,19 +81,7 @@ func Summarize(reports []*Report) Summary {
 		if len(r.Violations) > 0 {
 			s.Failed++
 		}
-		s.Requests += r.Requests
-		s.Done += r.Done
-		s.Executions += r.Executions
-		s.Charges += r.Charges
-		s.Declines += r.Declines
-		s.Executed += r.Executed
-		s.Replays += r.Replays
-		s.Status409 += r.Status409
-		s.Status202 += r.Status202
-		s.Status422 += r.Status422
-		s.Status503 += r.Status503
-		s.Status5xx += r.Status5xx
-		s.LinChecked += r.LinChecked
+		s.add(&r.Tally)
 		times = append(times, r.converge...)
 		if s.Counters == nil {
 			s.Counters = slices.Clone(r.Counters)

@@ -13,6 +13,21 @@ type Report struct {
 	Config Config
 	Rates  [faultCount]float64 // each fault's probability in this run (drawn in swarm mode)
 
+	Tally
+
+	ConvergeMax, ConvergeP99 time.Duration // first send to definitive answer, virtual
+	VirtualTime              time.Duration
+	Converged                bool           // everything settled before the deadline
+	Counters                 []CounterValue // SPEC §7, in order
+	Violations               []Violation    // empty when every invariant held
+	Events                   []Event        // the run's trace
+	Scopes                   []core.Scope   // scope index -> scope, for Events
+	violatingScope           int32
+	converge                 []int64 // sorted, virtual nanoseconds
+}
+
+// Tally is what a run counts, and a summary adds up.
+type Tally struct {
 	Requests   int // logical requests sent
 	Done       int // requests with a definitive answer
 	Executions int // actions run (gateway calls)
@@ -25,17 +40,23 @@ type Report struct {
 	Status422  int // key misuse
 	Status503  int // store unavailable (failed closed)
 	Status5xx  int // other server errors (not executed, response invalid)
+	LinChecked int // store operations checked for linearizability (-lincheck)
+}
 
-	ConvergeMax, ConvergeP99 time.Duration // first send to definitive answer, virtual
-	VirtualTime              time.Duration
-	Converged                bool           // everything settled before the deadline
-	LinChecked               int            // store operations checked for linearizability (-lincheck)
-	Counters                 []CounterValue // SPEC §7, in order
-	Violations               []Violation    // empty when every invariant held
-	Events                   []Event        // the run's trace
-	Scopes                   []core.Scope   // scope index -> scope, for Events
-	violatingScope           int32
-	converge                 []int64 // sorted, virtual nanoseconds
+func (t *Tally) add(o *Tally) {
+	t.Requests += o.Requests
+	t.Done += o.Done
+	t.Executions += o.Executions
+	t.Charges += o.Charges
+	t.Declines += o.Declines
+	t.Executed += o.Executed
+	t.Replays += o.Replays
+	t.Status409 += o.Status409
+	t.Status202 += o.Status202
+	t.Status422 += o.Status422
+	t.Status503 += o.Status503
+	t.Status5xx += o.Status5xx
+	t.LinChecked += o.LinChecked
 }
 
 // CounterValue is one SPEC §7 counter's total.
