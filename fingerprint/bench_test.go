@@ -11,24 +11,18 @@ import (
 // The comparison with github.com/gowebpki/jcs is in the separate module
 // ./internal/jcsbench, so that this module does not depend on it.
 
-var benchInputs = []struct {
-	name string
-	in   []byte
-}{
-	{"payment", []byte(benchdata.Payment)},
-	{"doc64k", benchdata.Document64K()},
-}
+var benchInputs = benchdata.Inputs()
 
 // BenchmarkCanonicalize: canonical form into a reused buffer.
 func BenchmarkCanonicalize(b *testing.B) {
 	for _, in := range benchInputs {
-		b.Run(in.name, func(b *testing.B) {
-			buf := make([]byte, 0, 2*len(in.in))
-			b.SetBytes(int64(len(in.in)))
+		b.Run(in.Name, func(b *testing.B) {
+			buf := make([]byte, 0, 2*len(in.In))
+			b.SetBytes(int64(len(in.In)))
 			b.ReportAllocs()
 			for b.Loop() {
 				var err error
-				buf, err = AppendCanonical(buf[:0], in.in)
+				buf, err = AppendCanonical(buf[:0], in.In)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -48,12 +42,12 @@ func BenchmarkOf(b *testing.B) {
 			{"exclude", []Option{Exclude("/client_ts", "/metadata/note", "/batch_id")}},
 			{"include", []Option{Include("/amount", "/customer/id", "/payments/3")}},
 		} {
-			b.Run(in.name+"/"+spec.name, func(b *testing.B) {
+			b.Run(in.Name+"/"+spec.name, func(b *testing.B) {
 				sp := mustSpec(b, "payments.create", 1, spec.opts...)
-				b.SetBytes(int64(len(in.in)))
+				b.SetBytes(int64(len(in.In)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := sp.Of(in.in); err != nil {
+					if _, err := sp.Of(in.In); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -67,12 +61,12 @@ func BenchmarkOf(b *testing.B) {
 // duplicates and invalid UTF-8): the cheap approach idem must beat.
 func BenchmarkNaive(b *testing.B) {
 	for _, in := range benchInputs {
-		b.Run(in.name, func(b *testing.B) {
-			b.SetBytes(int64(len(in.in)))
+		b.Run(in.Name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.In)))
 			b.ReportAllocs()
 			for b.Loop() {
 				var v any
-				if err := json.Unmarshal(in.in, &v); err != nil {
+				if err := json.Unmarshal(in.In, &v); err != nil {
 					b.Fatal(err)
 				}
 				out, err := json.Marshal(v)

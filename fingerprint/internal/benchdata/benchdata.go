@@ -53,3 +53,14 @@ func Document64K() []byte {
 	b.WriteString("]}")
 	return []byte(b.String())
 }
+
+// Input is one named benchmark input.
+type Input struct {
+	Name string
+	In   []byte
+}
+
+// Inputs are the benchmark inputs, in order: the payment, then the 64 KB document.
+func Inputs() []Input {
+	return []Input{{"payment", []byte(Payment)}, {"doc64k", Document64K()}}
+}

@@ -14,13 +14,7 @@ import (
 	"github.com/idemkit/idem/fingerprint/internal/benchdata"
 )
 
-var inputs = []struct {
-	name string
-	in   []byte
-}{
-	{"payment", []byte(benchdata.Payment)},
-	{"doc64k", benchdata.Document64K()},
-}
+var inputs = benchdata.Inputs()
 
 // BenchmarkCompare runs, per input: idem's canonical form into a reused
 // buffer plus SHA-256 (canonical+sha256), idem's whole fingerprint
@@ -28,49 +22,49 @@ var inputs = []struct {
 // unmarshal into any, marshal, SHA-256 (naive).
 func BenchmarkCompare(b *testing.B) {
 	for _, in := range inputs {
-		b.Run(in.name+"/impl=idem-canonical+sha256", func(b *testing.B) {
-			buf := make([]byte, 0, 2*len(in.in))
-			b.SetBytes(int64(len(in.in)))
+		b.Run(in.Name+"/impl=idem-canonical+sha256", func(b *testing.B) {
+			buf := make([]byte, 0, 2*len(in.In))
+			b.SetBytes(int64(len(in.In)))
 			b.ReportAllocs()
 			for b.Loop() {
 				var err error
-				buf, err = fingerprint.AppendCanonical(buf[:0], in.in)
+				buf, err = fingerprint.AppendCanonical(buf[:0], in.In)
 				if err != nil {
 					b.Fatal(err)
 				}
 				_ = sha256.Sum256(buf)
 			}
 		})
-		b.Run(in.name+"/impl=idem-Of", func(b *testing.B) {
+		b.Run(in.Name+"/impl=idem-Of", func(b *testing.B) {
 			sp, err := fingerprint.NewSpec("payments.create", 1)
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.SetBytes(int64(len(in.in)))
+			b.SetBytes(int64(len(in.In)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := sp.Of(in.in); err != nil {
+				if _, err := sp.Of(in.In); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-		b.Run(in.name+"/impl=gowebpki", func(b *testing.B) {
-			b.SetBytes(int64(len(in.in)))
+		b.Run(in.Name+"/impl=gowebpki", func(b *testing.B) {
+			b.SetBytes(int64(len(in.In)))
 			b.ReportAllocs()
 			for b.Loop() {
-				out, err := jcs.Transform(in.in)
+				out, err := jcs.Transform(in.In)
 				if err != nil {
 					b.Fatal(err)
 				}
 				_ = sha256.Sum256(out)
 			}
 		})
-		b.Run(in.name+"/impl=naive", func(b *testing.B) {
-			b.SetBytes(int64(len(in.in)))
+		b.Run(in.Name+"/impl=naive", func(b *testing.B) {
+			b.SetBytes(int64(len(in.In)))
 			b.ReportAllocs()
 			for b.Loop() {
 				var v any
-				if err := json.Unmarshal(in.in, &v); err != nil {
+				if err := json.Unmarshal(in.In, &v); err != nil {
 					b.Fatal(err)
 				}
 				out, err := json.Marshal(v)
@@ -91,28 +85,25 @@ func TestSameOutput(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("RFC 8785 inputs: %v", err)
 	}
-	all := inputs
+	all := benchdata.Inputs()
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, struct {
-			name string
-			in   []byte
-		}{filepath.Base(f), b})
+		all = append(all, benchdata.Input{Name: filepath.Base(f), In: b})
 	}
 	for _, in := range all {
-		ours, err := fingerprint.Canonicalize(in.in)
+		ours, err := fingerprint.Canonicalize(in.In)
 		if err != nil {
-			t.Fatalf("%s: %v", in.name, err)
+			t.Fatalf("%s: %v", in.Name, err)
 		}
-		theirs, err := jcs.Transform(in.in)
+		theirs, err := jcs.Transform(in.In)
 		if err != nil {
-			t.Fatalf("%s: gowebpki: %v", in.name, err)
+			t.Fatalf("%s: gowebpki: %v", in.Name, err)
 		}
 		if !bytes.Equal(ours, theirs) {
-			t.Errorf("%s: outputs differ\nidem     %q\ngowebpki %q", in.name, ours, theirs)
+			t.Errorf("%s: outputs differ\nidem     %q\ngowebpki %q", in.Name, ours, theirs)
 		}
 	}
 }
