@@ -38,21 +38,30 @@ type Store struct {
 	mask       uint64
 	clock      func() time.Time
 	recordsMax int64
-	records    atomic.Int64
+	// records counts the records of a bounded store only: one counter
+	// shared by every core would cost an unbounded store its scaling.
+	records atomic.Int64
 }
 
 type shard struct {
 	mu sync.Mutex
-	// records is keyed by the idempotency key alone, which is random and
-	// cheap to hash; the rare scopes that share a key text hang off next.
-	records map[string]*slot
+	// index finds a record's slot from its scope: open addressing with
+	// linear probing over entries that hold no pointers (the garbage
+	// collector never scans it) and keep the part of the hash the position
+	// comes from, so that growing never hashes a key again. The hash is of
+	// the key alone, computed once per call (it also picks the shard); the
+	// rare scopes that share a key text probe past each other.
+	index []entry
+	used  int
+	// chunks hold the slots, slotsPerChunk at a time, which saves the
+	// allocator and the garbage collector most of their work per record;
+	// a slot's number is its place in them. free holds the numbers of
+	// slots of deleted records.
+	chunks []*[slotsPerChunk]slot
+	free   []uint32
 	// tokens only grows: every Load hands out the next one, so a token is
 	// never repeated for any scope of the shard, deleted records included.
 	tokens uint64
-	// free holds slots of deleted records and the rest of the last chunk:
-	// slots are allocated slotsPerChunk at a time, which saves the
-	// allocator and the garbage collector most of their work per record.
-	free []*slot
 	// nextDue is, per idem.DueKind, a time no record of the shard becomes
 	// due before (a lower bound, lowered by every write, made exact by every
 	// scan), so that Due skips the shards with nothing due.
@@ -60,13 +69,19 @@ type shard struct {
 	_       [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-// slot holds one record, the next record whose scope has the same key, and
-// the channel its waiters block on (closed by the next write). The record is
-// kept compact (times as Unix nanoseconds): half the bytes of a core.Record,
-// which is what the garbage collector pays for, per record and per write.
+// entry is one place of a shard's index: the high half of the key's hash,
+// and the number of the slot plus one (zero: the place is empty).
+type entry struct {
+	hash uint32
+	slot uint32
+}
+
+// slot holds one record and the channel its waiters block on (closed by the
+// next write). The record is kept compact (times as Unix nanoseconds): half
+// the bytes of a core.Record, which is what the garbage collector pays for,
+// per record and per write. A free slot has status absent.
 type slot struct {
 	rec     compact
-	next    *slot
 	changed chan struct{}
 }
 
@@ -143,23 +158,33 @@ func (c *compact) get(r *core.Record) {
 	}
 }
 
-// find returns the slot of scope, or nil. Called with sh.mu held.
-func (sh *shard) find(scope *core.Scope) *slot {
-	sl, _ := sh.lookup(scope)
-	return sl
+// place is where a scope is, or would go, in its shard.
+type place struct {
+	hash uint32 // the high half of the key's hash
+	at   int    // the index position: the scope's entry, or the empty one it would take
+	slot *slot  // the scope's slot, or nil when it has no record
 }
 
-// lookup returns the slot of scope (or nil) and the head of the chain of
-// its key (or nil), with one map access. Called with sh.mu held.
-func (sh *shard) lookup(scope *core.Scope) (match, head *slot) {
-	head = sh.records[scope.Key]
-	for sl := head; sl != nil; sl = sl.next {
-		if sl.rec.scope == *scope {
-			return sl, head
+// lookup finds the scope's place. Called with sh.mu held.
+func (sh *shard) lookup(scope *core.Scope, hash uint32) place {
+	if len(sh.index) == 0 {
+		return place{hash: hash, at: -1}
+	}
+	mask := len(sh.index) - 1
+	for i := int(hash) & mask; ; i = (i + 1) & mask {
+		e := sh.index[i]
+		if e.slot == 0 {
+			return place{hash: hash, at: i}
+		}
+		if e.hash == hash {
+			if sl := sh.slot(e.slot - 1); sl.rec.scope == *scope {
+				return place{hash: hash, at: i, slot: sl}
+			}
 		}
 	}
-	return nil, head
 }
+
+func (sh *shard) slot(n uint32) *slot { return &sh.chunks[n/slotsPerChunk][n%slotsPerChunk] }
 
 // wake releases everyone waiting on sl. Called with the shard's lock held.
 func (sl *slot) wake() {
@@ -169,23 +194,50 @@ func (sl *slot) wake() {
 	}
 }
 
-const slotsPerChunk = 32
+const (
+	slotsPerChunk = 32
+	indexLenMin   = 16
+)
 
-// put adds rec, whose scope has no record, before head, the chain of its
-// key. Called with sh.mu held.
-func (sh *shard) put(rec *core.Record, head *slot) {
+// put adds rec, whose scope has no record, at pl, its place from lookup.
+// Called with sh.mu held.
+func (sh *shard) put(rec *core.Record, pl place) {
+	if pl.at < 0 || (sh.used+1)*8 > len(sh.index)*7 {
+		sh.grow()
+		pl = sh.lookup(&rec.Scope, pl.hash)
+	}
 	if len(sh.free) == 0 {
-		chunk := make([]slot, slotsPerChunk)
-		for i := range chunk {
-			sh.free = append(sh.free, &chunk[i])
+		n := uint32(len(sh.chunks)) * slotsPerChunk
+		sh.chunks = append(sh.chunks, new([slotsPerChunk]slot))
+		for i := uint32(slotsPerChunk); i > 0; i-- {
+			sh.free = append(sh.free, n+i-1)
 		}
 	}
-	sl := sh.free[len(sh.free)-1]
+	n := sh.free[len(sh.free)-1]
 	sh.free = sh.free[:len(sh.free)-1]
-	sl.next = head
+	sl := sh.slot(n)
 	sl.rec.set(rec, true)
-	sh.records[rec.Scope.Key] = sl
+	sh.index[pl.at] = entry{hash: pl.hash, slot: n + 1}
+	sh.used++
 	sh.noteDue(&sl.rec)
+}
+
+// grow doubles the index (or makes the first one), placing every entry
+// again from the hash it keeps.
+func (sh *shard) grow() {
+	old := sh.index
+	sh.index = make([]entry, max(indexLenMin, 2*len(old)))
+	mask := len(sh.index) - 1
+	for _, e := range old {
+		if e.slot == 0 {
+			continue
+		}
+		i := int(e.hash) & mask
+		for sh.index[i].slot != 0 {
+			i = (i + 1) & mask
+		}
+		sh.index[i] = e
+	}
 }
 
 // noteDue lowers the shard's due bounds for a record just written.
@@ -197,32 +249,26 @@ func (sh *shard) noteDue(c *compact) {
 	}
 }
 
-// release returns a dropped slot for reuse, keeping no references alive.
-func (sh *shard) release(sl *slot) {
-	*sl = slot{}
-	sh.free = append(sh.free, sl)
-}
-
-// drop removes the record of scope, which exists, and wakes its waiters.
-// Called with sh.mu held.
-func (sh *shard) drop(scope *core.Scope) {
-	head := sh.records[scope.Key]
-	if head.rec.scope == *scope {
-		head.wake()
-		if head.next == nil {
-			delete(sh.records, scope.Key)
-		} else {
-			sh.records[scope.Key] = head.next
-		}
-		sh.release(head)
-		return
-	}
-	for prev := head; prev.next != nil; prev = prev.next {
-		if sl := prev.next; sl.rec.scope == *scope {
-			sl.wake()
-			prev.next = sl.next
-			sh.release(sl)
-			return
+// drop removes the record at pl, wakes its waiters and frees its slot. The
+// entries after it in its run move back to close the gap, so that lookups
+// never need markers of deleted entries. Called with sh.mu held.
+func (sh *shard) drop(pl place) {
+	sl := sh.slot(sh.index[pl.at].slot - 1)
+	sl.wake()
+	*sl = slot{} // keep no references alive
+	sh.free = append(sh.free, sh.index[pl.at].slot-1)
+	sh.used--
+	mask := len(sh.index) - 1
+	gap := pl.at
+	sh.index[gap] = entry{}
+	for j := (gap + 1) & mask; sh.index[j].slot != 0; j = (j + 1) & mask {
+		// The entry at j may fill the gap unless its home lies cyclically
+		// in (gap, j]: moving it before its home would hide it from lookups.
+		home := int(sh.index[j].hash) & mask
+		if (j-home)&mask >= (j-gap)&mask {
+			sh.index[gap] = sh.index[j]
+			sh.index[j] = entry{}
+			gap = j
 		}
 	}
 }
@@ -248,17 +294,16 @@ func New(o Options) *Store {
 		s.clock = func() time.Time { return start.Add(time.Since(start)) }
 	}
 	for i := range s.shards {
-		s.shards[i].records = map[string]*slot{}
 		s.shards[i].nextDue = [2]int64{math.MaxInt64, math.MaxInt64}
 	}
 	return s
 }
 
-// shard picks the scope's shard from its key alone: keys are random, so they
-// spread well, and all scopes of one key text meet in one shard, where the
-// map finds them. The hash is deterministic across runs (the simulator's
+// shard picks the scope's shard, and the hash its index uses, from the key
+// alone: keys are random, so they spread well, and all scopes of one key text
+// meet in one shard. The hash is deterministic across runs (the simulator's
 // output must not depend on a random seed) and reads 8 bytes at a time.
-func (s *Store) shard(scope *core.Scope) *shard {
+func (s *Store) shard(scope *core.Scope) (*shard, uint32) {
 	k := scope.Key
 	h := uint64(len(k)) * 0x9e3779b97f4a7c15
 	for len(k) >= 8 {
@@ -270,40 +315,49 @@ func (s *Store) shard(scope *core.Scope) *shard {
 	for i := 0; i < len(k); i++ {
 		h = (h ^ uint64(k[i])) * 0xc4ceb9fe1a85ec53
 	}
-	h ^= h >> 33
-	return &s.shards[h&s.mask]
+	h ^= h >> 29
+	return &s.shards[h&s.mask], uint32(h >> 32)
 }
 
 // Len is the number of records held.
-func (s *Store) Len() int { return int(s.records.Load()) }
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += sh.used
+		sh.mu.Unlock()
+	}
+	return n
+}
 
 // Load implements idem.Store.
 func (s *Store) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return idem.Snapshot{}, err
 	}
-	sh := s.shard(&scope)
+	sh, hash := s.shard(&scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	var snap idem.Snapshot
 	snap.Now = s.clock()
-	snap.FreshToken, _, _ = sh.read(&scope, &snap.Record)
+	snap.FreshToken, _ = sh.read(&scope, hash, &snap.Record)
 	return snap, nil
 }
 
 // read copies the record of scope into rec (absent: just the scope) and
-// hands out a fresh token; it also returns what lookup does. Called with
+// hands out a fresh token; it also returns the scope's place. Called with
 // sh.mu held. The record's response slices are shared with the store:
 // callers must not modify them (idem.Store's contract).
-func (sh *shard) read(scope *core.Scope, rec *core.Record) (fresh core.Token, match, head *slot) {
+func (sh *shard) read(scope *core.Scope, hash uint32, rec *core.Record) (core.Token, place) {
 	sh.tokens++
-	match, head = sh.lookup(scope)
-	if match != nil {
-		match.rec.get(rec)
+	pl := sh.lookup(scope, hash)
+	if pl.slot != nil {
+		pl.slot.rec.get(rec)
 	} else {
 		*rec = core.Record{Scope: *scope}
 	}
-	return core.Token(sh.tokens), match, head
+	return core.Token(sh.tokens), pl
 }
 
 // Insert implements idem.Store.
@@ -311,22 +365,22 @@ func (s *Store) Insert(ctx context.Context, rec *core.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sh := s.shard(&rec.Scope)
+	sh, hash := s.shard(&rec.Scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	match, head := sh.lookup(&rec.Scope)
-	if match != nil {
+	pl := sh.lookup(&rec.Scope, hash)
+	if pl.slot != nil {
 		return fmt.Errorf("memstore: insert %s: %w", rec.Scope, idem.ErrConflict)
 	}
-	return s.insert(sh, rec, head)
+	return s.insert(sh, rec, pl)
 }
 
-func (s *Store) insert(sh *shard, rec *core.Record, head *slot) error {
-	if s.recordsMax > 0 && s.records.Load() >= s.recordsMax {
+func (s *Store) insert(sh *shard, rec *core.Record, pl place) error {
+	if s.recordsMax > 0 && s.records.Add(1) > s.recordsMax {
+		s.records.Add(-1)
 		return fmt.Errorf("memstore: %d records: %w", s.recordsMax, idem.ErrStoreFull)
 	}
-	s.records.Add(1)
-	sh.put(rec, head)
+	sh.put(rec, pl)
 	return nil
 }
 
@@ -335,10 +389,10 @@ func (s *Store) CompareAndSet(ctx context.Context, rec *core.Record, expectVersi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sh := s.shard(&rec.Scope)
+	sh, hash := s.shard(&rec.Scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sl := sh.find(&rec.Scope)
+	sl := sh.lookup(&rec.Scope, hash).slot
 	if sl == nil || sl.rec.version != expectVersion || sl.rec.token != expectToken {
 		return fmt.Errorf("memstore: compare-and-set %s: %w", rec.Scope, idem.ErrConflict)
 	}
@@ -353,28 +407,30 @@ func (s *Store) Delete(ctx context.Context, scope core.Scope, expectVersion uint
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sh := s.shard(&scope)
+	sh, hash := s.shard(&scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sl := sh.find(&scope)
-	if sl == nil || sl.rec.version != expectVersion || sl.rec.token != expectToken {
+	pl := sh.lookup(&scope, hash)
+	if sl := pl.slot; sl == nil || sl.rec.version != expectVersion || sl.rec.token != expectToken {
 		return fmt.Errorf("memstore: delete %s: %w", scope, idem.ErrConflict)
 	}
-	s.remove(sh, scope)
+	s.remove(sh, pl)
 	return nil
 }
 
-func (s *Store) remove(sh *shard, scope core.Scope) {
-	sh.drop(&scope)
-	s.records.Add(-1)
+func (s *Store) remove(sh *shard, pl place) {
+	sh.drop(pl)
+	if s.recordsMax > 0 {
+		s.records.Add(-1)
+	}
 }
 
 // Wait implements idem.Store: it blocks on a channel closed by the next
 // write to scope, without polling.
 func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, token core.Token) error {
-	sh := s.shard(&scope)
+	sh, hash := s.shard(&scope)
 	sh.mu.Lock()
-	sl := sh.find(&scope)
+	sl := sh.lookup(&scope, hash).slot
 	if sl == nil || sl.rec.version != version || sl.rec.token != token {
 		sh.mu.Unlock()
 		return nil
@@ -420,8 +476,9 @@ func (s *Store) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.R
 			continue
 		}
 		next := int64(math.MaxInt64)
-		for _, sl := range sh.records {
-			for ; sl != nil; sl = sl.next {
+		for _, chunk := range sh.chunks {
+			for i := range chunk {
+				sl := &chunk[i]
 				at, ok := sl.rec.dueAt(kind)
 				if !ok {
 					continue
@@ -471,12 +528,12 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	if err := ctx.Err(); err != nil {
 		return idem.Applied{}, err
 	}
-	sh := s.shard(&scope)
+	sh, hash := s.shard(&scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	var a idem.Applied
 	a.Now = s.clock()
-	fresh, match, head := sh.read(&scope, &a.Record)
+	fresh, pl := sh.read(&scope, hash, &a.Record)
 	a.Before = a.Record.Status
 	ev.Now = a.Now
 	if ev.Kind == core.EventReserve {
@@ -489,16 +546,16 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	a.Result = res
 	switch res.Write.Kind {
 	case core.WriteInsert:
-		if err := s.insert(sh, &a.Record, head); err != nil {
+		if err := s.insert(sh, &a.Record, pl); err != nil {
 			return idem.Applied{}, err
 		}
 	case core.WriteUpdate:
 		// Only Complete and Resolve bring a response from outside the store.
-		match.rec.set(&a.Record, ev.Kind == core.EventComplete || ev.Kind == core.EventResolve)
-		sh.noteDue(&match.rec)
-		match.wake()
+		pl.slot.rec.set(&a.Record, ev.Kind == core.EventComplete || ev.Kind == core.EventResolve)
+		sh.noteDue(&pl.slot.rec)
+		pl.slot.wake()
 	case core.WriteDelete:
-		s.remove(sh, scope)
+		s.remove(sh, pl)
 	}
 	return a, nil
 }
