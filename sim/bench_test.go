@@ -1,21 +1,30 @@
 package sim
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
-// BenchmarkRun measures whole seeds of the default settings (200 requests
-// each, every fault on in swarm mode); requests/s is the simulated rate.
+// BenchmarkRun measures whole seeds of the default settings (every fault on
+// in swarm mode), with the default 200 requests a seed and with the 1000 of
+// the recorded ten-million-request run; requests/s is the simulated rate.
 func BenchmarkRun(b *testing.B) {
-	cfg := DefaultConfig()
-	requests := 0
-	seed := uint64(1)
-	for b.Loop() {
-		cfg.Seed = seed
-		seed++
-		r := run(cfg, false) // as simrun runs many seeds: no trace
-		if len(r.Violations) > 0 {
-			b.Fatal(r.Violations)
-		}
-		requests += r.Requests
+	for _, requests := range []int{200, 1000} {
+		b.Run(fmt.Sprintf("requests=%d", requests), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Requests = requests
+			total := 0
+			seed := uint64(1)
+			for b.Loop() {
+				cfg.Seed = seed
+				seed++
+				r := run(cfg, false) // as simrun runs many seeds: no trace
+				if len(r.Violations) > 0 {
+					b.Fatal(r.Violations)
+				}
+				total += r.Requests
+			}
+			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "requests/s")
+		})
 	}
-	b.ReportMetric(float64(requests)/b.Elapsed().Seconds(), "requests/s")
 }

@@ -38,15 +38,20 @@ type checker struct {
 	// granted: attempts (scope, token) that the store durably made the
 	// owner of an in_progress record.
 	granted map[attemptID]bool
-	firstCh map[int32]*charge       // the first real charge per scope
-	seen    map[int32]core.Response // the first outcome a client saw per scope (slices shared, never modified)
+	firstCh []*charge    // by scope: the first real charge
+	seen    []seenAnswer // by scope: the first outcome a client saw
+}
+
+// seenAnswer is the first outcome a client saw for a scope; its slices are
+// shared with the answer and never modified.
+type seenAnswer struct {
+	response core.Response
+	ok       bool
 }
 
 func (c *checker) init(w *world) {
 	c.w = w
-	c.granted = map[attemptID]bool{}
-	c.firstCh = map[int32]*charge{}
-	c.seen = map[int32]core.Response{}
+	c.granted = make(map[attemptID]bool, w.cfg.Requests)
 }
 
 // fail records a violation and stops the run.
@@ -98,11 +103,11 @@ func (c *checker) charge(req *request, ch *charge) {
 		return
 	}
 	c.w.report.Charges++
-	if first := c.firstCh[req.scope]; first != nil {
+	if first := *grow(&c.firstCh, req.scope); first != nil {
 		c.fail(1, req.scope, "charge %d (payload %d) is a second real charge for this scope, after charge %d (payload %d)", ch.id, ch.payload, first.id, first.payload)
 		return
 	}
-	c.firstCh[req.scope] = ch
+	*grow(&c.firstCh, req.scope) = ch
 	snap, _ := c.w.mem.Load(context.Background(), req.key)
 	if snap.Record.Exists() && snap.Record.Fingerprint != req.fp && c.w.cfg.Policy != PolicyNoFingerprint {
 		c.fail(3, req.scope, "payload %d executed under a record of another fingerprint", req.payload)
@@ -118,10 +123,10 @@ func (c *checker) answer(req *request, a *answer) {
 		c.fail(3, req.scope, "the client of payload %d received the outcome of payload %d", req.payload, p)
 		return
 	}
-	if first, ok := c.seen[req.scope]; !ok {
-		c.seen[req.scope] = a.response
-	} else if !first.Equal(a.response) {
-		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.Describe(), a.response.Describe())
+	if first := grow(&c.seen, req.scope); !first.ok {
+		*first = seenAnswer{a.response, true}
+	} else if !first.response.Equal(a.response) {
+		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.response.Describe(), a.response.Describe())
 	}
 }
 
@@ -137,8 +142,8 @@ func (c *checker) final() {
 			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
 			return
 		case core.StatusCompleted:
-			if first, ok := c.seen[scope]; ok && !first.Equal(rec.Response) {
-				c.fail(2, scope, "clients saw %s, the store holds %s", first.Describe(), rec.Response.Describe())
+			if first := grow(&c.seen, scope); first.ok && !first.response.Equal(rec.Response) {
+				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}
 		}

@@ -15,7 +15,7 @@ import (
 // GatewayIdempotent it dedupes charges by key itself.
 type gateway struct {
 	ledger map[attemptID]*charge
-	byKey  map[int32]*charge
+	byKey  []*charge // by scope: the latest charge
 	next   int
 }
 
@@ -39,9 +39,8 @@ type gatewayResult struct {
 	charge *charge // nil: refused, nothing happened
 }
 
-func (g *gateway) init() {
-	g.ledger = map[attemptID]*charge{}
-	g.byKey = map[int32]*charge{}
+func (g *gateway) init(requests int) {
+	g.ledger = make(map[attemptID]*charge, requests)
 }
 
 // find is the reconciler's query: what did the attempt do?
@@ -54,7 +53,7 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 		return gatewayResult{}
 	}
 	if w.cfg.GatewayIdempotent {
-		if ch := g.byKey[scope]; ch != nil {
+		if ch := *grow(&g.byKey, scope); ch != nil {
 			g.ledger[attemptID{scope, token}] = ch
 			return gatewayResult{charge: ch}
 		}
@@ -68,7 +67,7 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
 	}
 	g.ledger[attemptID{scope, token}] = ch
-	g.byKey[scope] = ch
+	*grow(&g.byKey, scope) = ch
 	w.check.charge(req, ch)
 	return gatewayResult{charge: ch}
 }

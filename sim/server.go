@@ -112,8 +112,8 @@ type serverCall struct {
 	call   *idem.Call
 	token  core.Token // the attempt's own token, once granted
 	hbStop bool
-	main   opRun // every apply of the call, one at a time
-	hb     opRun // the heartbeat's, which runs beside the action
+	main   opRun  // every apply of the call, one at a time
+	hb     *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
 	onMain func(idem.Applied, error)
 	onHb   func(idem.Applied, error)
 
@@ -194,7 +194,7 @@ func (c *serverCall) handle(kind uint8) {
 	case evOpStep:
 		c.s.w.opAnswer(c, &c.main, evOpStep)
 	case evHbStep:
-		c.s.w.opAnswer(c, &c.hb, evHbStep)
+		c.s.w.opAnswer(c, c.hb, evHbStep)
 	case evHbTick:
 		c.beat()
 	default:
@@ -279,7 +279,8 @@ func (c *serverCall) wait(eff idem.Effect) {
 			c.advance()
 		})
 	}
-	w.waiters[c.scope] = append(w.waiters[c.scope], wt)
+	ws := grow(&w.waiters, c.scope)
+	*ws = append(*ws, wt)
 	w.after(int64(eff.Wait), wt.wake)
 }
 
@@ -395,7 +396,8 @@ func (c *serverCall) beat() {
 			ev.Token = snap.Record.Token
 		}
 	}
-	if c.onHb == nil {
+	if c.hb == nil {
+		c.hb = new(opRun)
 		c.onHb = func(a idem.Applied, err error) {
 			if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
 				c.hbStop = true
@@ -404,7 +406,7 @@ func (c *serverCall) beat() {
 			c.heartbeat(c.token)
 		}
 	}
-	w.runOp(c, &c.hb, evHbStep, meta, ev, c.onHb)
+	w.runOp(c, c.hb, evHbStep, meta, ev, c.onHb)
 }
 
 // answer is what a client hears back.

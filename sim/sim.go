@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -34,8 +35,8 @@ type world struct {
 	scopes   []core.Scope
 	scopeIdx map[core.Scope]int32
 	gateway  gateway
-	waiters  map[int32][]*waiter
-	cur      opMeta // who is behind the store call in progress
+	waiters  [][]*waiter // by scope: the servers waiting for its record to change
+	cur      opMeta      // who is behind the store call in progress
 
 	check   checker
 	plant   plantedBugs // set only by the tests that show a checker catches them
@@ -79,9 +80,8 @@ func newWorld(cfg Config, tracing bool) *world {
 		panic(err) // unreachable: the policy was validated
 	}
 	w.ex = ex
-	w.scopeIdx = map[core.Scope]int32{}
-	w.waiters = map[int32][]*waiter{}
-	w.gateway.init()
+	w.scopeIdx = make(map[core.Scope]int32, cfg.Requests)
+	w.gateway.init(cfg.Requests)
 	w.check.init(w)
 	w.report.init(w)
 	return w
@@ -109,6 +109,15 @@ func (w *world) log(e Event) {
 	}
 	e.At = w.now
 	w.events = append(w.events, e)
+}
+
+// grow returns the place of scope in s, a slice indexed by scope, which it
+// lengthens as new scopes appear.
+func grow[T any](s *[]T, scope int32) *T {
+	if n := int(scope) + 1; n > len(*s) {
+		*s = slices.Grow(*s, n-len(*s))[:n]
+	}
+	return &(*s)[scope]
 }
 
 func (w *world) scopeOf(s core.Scope) int32 {
@@ -235,9 +244,13 @@ func (w *world) applied(rec *core.Record, kind core.WriteKind, expectToken core.
 	w.log(Event{Scope: m.scope, Actor: ActorStore, What: WhatWrite, Token: rec.Token, Arg: int64(kind), Arg2: int64(rec.Status)})
 	w.check.write(m, rec, kind, expectToken)
 	// Wake the servers waiting on this scope.
-	if ws := w.waiters[m.scope]; len(ws) > 0 {
-		delete(w.waiters, m.scope)
-		for _, wt := range ws {
+	if m.scope < 0 {
+		return
+	}
+	if ws := grow(&w.waiters, m.scope); len(*ws) > 0 {
+		woken := *ws
+		*ws = nil
+		for _, wt := range woken {
 			wt.wake()
 		}
 	}
