@@ -68,20 +68,37 @@ func (q *queue) pop() item {
 	h := *q
 	top := h[0]
 	last := len(h) - 1
-	h[0] = h[last]
+	x := h[last]
 	h = h[:last]
-	for i := 0; ; {
-		m := i
-		for c := 4*i + 1; c <= 4*i+4 && c < len(h); c++ {
-			if h.less(c, m) {
-				m = c
-			}
-		}
-		if m == i {
+	// Bottom-up: move the hole at the root down to a leaf along the
+	// smallest children, then sift the last item up from there. The last
+	// item nearly always belongs near the bottom, so this saves comparing
+	// it at every level on the way down.
+	i := 0
+	for {
+		c := 4*i + 1
+		if c >= len(h) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		m := c
+		for k := c + 1; k <= c+3 && k < len(h); k++ {
+			if h.less(k, m) {
+				m = k
+			}
+		}
+		h[i] = h[m]
 		i = m
+	}
+	for i > 0 {
+		p := (i - 1) / 4
+		if !(x.at < h[p].at || x.at == h[p].at && x.seq < h[p].seq) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	if len(h) > 0 {
+		h[i] = x
 	}
 	*q = h
 	return top
