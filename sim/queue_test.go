@@ -31,11 +31,12 @@ func TestQueueSortsLikeASortedSlice(t *testing.T) {
 	}
 }
 
-// TestClockOrdersNearAndFar: the two heaps together still give events in
-// (time, scheduling order), across the near/far split and ties.
+// TestClockOrdersNearAndFar: the two heaps and the lanes together still give
+// events in (time, scheduling order), across the near/far split and ties.
 func TestClockOrdersNearAndFar(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var c clock
+	c.fixedDelays(nearNanos+1, int64(time.Second), int64(300*time.Millisecond))
 	type fired struct {
 		at  int64
 		seq int
@@ -51,9 +52,15 @@ func TestClockOrdersNearAndFar(t *testing.T) {
 			n++
 			seq := n
 			var d int64
-			switch r.IntN(5) {
+			switch r.IntN(8) {
 			case 0:
 				d = nearNanos // the boundary, and ties
+			case 5:
+				d = nearNanos + 1 // lanes: fixed delays
+			case 6:
+				d = int64(time.Second)
+			case 7:
+				d = int64(300 * time.Millisecond)
 			case 1:
 				d = r.Int64N(20 * int64(time.Second)) // far off
 			default:

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -35,6 +36,8 @@ type world struct {
 	scopes   []core.Scope
 	scopeIdx map[core.Scope]int32
 	gateway  gateway
+	arrivals []arrival   // the requests' starts, in order
+	arrived  int         // how many of them started
 	waiters  [][]*waiter // by scope: the servers waiting for its record to change
 	cur      opMeta      // who is behind the store call in progress
 
@@ -73,6 +76,7 @@ func run(cfg Config, tracing bool) *Report {
 func newWorld(cfg Config, tracing bool) *world {
 	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &counters{}, tracing: tracing}
 	w.rates = cfg.rates(w.rng.swarm)
+	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
 	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	ex, err := idem.New(w.store, idem.WithPolicy(w.policy), idem.WithMetrics(w.metrics))
@@ -139,15 +143,44 @@ func (w *world) start() {
 		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i), buggy: buggy})
 	}
 	// Requests go round the clients and start at random times in the
-	// arrival window.
-	for i := range w.cfg.Requests {
-		c := w.clients[i%len(w.clients)]
-		at := w.rng.clients.Int64N(int64(w.cfg.Arrival))
-		w.after(at, func() { c.newRequest() })
+	// arrival window. They take their sequence numbers now, but only the
+	// next one waits in the queue: the others would make it deeper all run.
+	w.arrivals = make([]arrival, w.cfg.Requests)
+	for i := range w.arrivals {
+		w.seq++
+		w.arrivals[i] = arrival{at: w.rng.clients.Int64N(int64(w.cfg.Arrival)), seq: w.seq, c: w.clients[i%len(w.clients)]}
 	}
+	slices.SortFunc(w.arrivals, func(a, b arrival) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq)) })
+	w.arrive(0)
 	w.after(int64(w.cfg.Arrival), w.heal)
 	w.after(int64(w.cfg.ReconcileEvery), w.reconcileTick)
 	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
+}
+
+// arrival is when a request starts, and the client that sends it.
+type arrival struct {
+	at  int64
+	seq uint64
+	c   *client
+}
+
+// arrivalsHandler fires the arrivals one after the other.
+type arrivalsHandler world
+
+// arrive puts arrival i in the queue.
+func (w *world) arrive(i int) {
+	if i < len(w.arrivals) {
+		a := &w.arrivals[i]
+		w.scheduleAt(a.at, a.seq, event{h: (*arrivalsHandler)(w), kind: 0})
+	}
+}
+
+func (h *arrivalsHandler) handle(uint8) {
+	w := (*world)(h)
+	a := w.arrivals[w.arrived]
+	w.arrived++
+	w.arrive(w.arrived)
+	a.c.newRequest()
 }
 
 // deadline is when the run gives up waiting for convergence: past it,

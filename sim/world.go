@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -116,12 +117,33 @@ type clock struct {
 	seq    uint64
 	near   queue
 	far    queue
+	lanes  []lane
+	count  int     // events scheduled and not yet taken
 	events []event // the scheduled events, by item.ev
 	free   []int32 // unused indexes of events
 }
 
+// lane holds the events scheduled with one fixed delay (a timeout, a tick):
+// they come due in the order they were scheduled, so a queue in arrival
+// order keeps them sorted, at no cost per event. Most far events are
+// timeouts that never matter, and they stay out of the heaps this way.
+type lane struct {
+	delay int64
+	items []item
+	head  int // items before head were taken
+}
+
+// fixedDelays gives each of delays (past nearNanos) its own lane.
+func (c *clock) fixedDelays(delays ...int64) {
+	for _, d := range delays {
+		if d > nearNanos && !slices.ContainsFunc(c.lanes, func(l lane) bool { return l.delay == d }) {
+			c.lanes = append(c.lanes, lane{delay: d})
+		}
+	}
+}
+
 // pending is the number of scheduled events.
-func (c *clock) pending() int { return len(c.near) + len(c.far) }
+func (c *clock) pending() int { return c.count }
 
 // after schedules fn d from now.
 func (c *clock) after(d int64, fn func()) { c.schedule(d, event{fn: fn}) }
@@ -140,6 +162,14 @@ func (c *clock) afterOnH(s *server, epoch int, d int64, h handler, kind uint8) {
 }
 
 func (c *clock) schedule(d int64, e event) {
+	c.seq++
+	c.scheduleAt(c.now+max(d, 0), c.seq, e)
+}
+
+// scheduleAt schedules e at the instant at with the sequence number seq,
+// taken earlier from c.seq: an event scheduled late keeps its place among
+// events at the same instant.
+func (c *clock) scheduleAt(at int64, seq uint64, e event) {
 	var i int32
 	if n := len(c.free); n > 0 {
 		i = c.free[n-1]
@@ -149,37 +179,67 @@ func (c *clock) schedule(d int64, e event) {
 		i = int32(len(c.events))
 		c.events = append(c.events, e)
 	}
-	c.seq++
-	it := item{at: c.now + max(d, 0), seq: c.seq, ev: i}
+	c.count++
+	it := item{at: at, seq: seq, ev: i}
+	d := at - c.now
 	if d <= nearNanos {
 		c.near.push(it)
-	} else {
-		c.far.push(it)
+		return
 	}
-}
-
-// next takes the earliest event off the queue and moves the time to it.
-func (c *clock) next() event {
-	var it item
-	switch {
-	case len(c.far) == 0:
-		it = c.near.pop()
-	case len(c.near) == 0:
-		it = c.far.pop()
-	default:
-		n, f := c.near[0], c.far[0]
-		if n.at < f.at || n.at == f.at && n.seq < f.seq {
-			it = c.near.pop()
-		} else {
-			it = c.far.pop()
+	for k := range c.lanes {
+		if l := &c.lanes[k]; l.delay == d {
+			if l.head > 0 && l.head == len(l.items) {
+				l.items, l.head = l.items[:0], 0
+			}
+			l.items = append(l.items, it)
+			return
 		}
 	}
+	c.far.push(it)
+}
+
+// next takes the earliest event off the queue and moves the time to it: the
+// earliest of the heads of the two heaps and the lanes.
+func (c *clock) next() event {
+	var best *item
+	from := -3 // -2 near, -1 far, else a lane
+	if len(c.near) > 0 {
+		best, from = &c.near[0], -2
+	}
+	if len(c.far) > 0 && (best == nil || c.far[0].before(best)) {
+		best, from = &c.far[0], -1
+	}
+	for k := range c.lanes {
+		if l := &c.lanes[k]; l.head < len(l.items) && (best == nil || l.items[l.head].before(best)) {
+			best, from = &l.items[l.head], k
+		}
+	}
+	var it item
+	switch from {
+	case -2:
+		it = c.near.pop()
+	case -1:
+		it = c.far.pop()
+	default:
+		l := &c.lanes[from]
+		it = l.items[l.head]
+		l.head++
+		if l.head >= 1024 && 2*l.head >= len(l.items) {
+			// Drop the taken half, so that a lane's memory stays bounded.
+			l.items = l.items[:copy(l.items, l.items[l.head:])]
+			l.head = 0
+		}
+	}
+	c.count--
 	c.now = it.at
 	e := c.events[it.ev]
 	c.events[it.ev] = event{}
 	c.free = append(c.free, it.ev)
 	return e
 }
+
+// before orders items by time, then by scheduling order.
+func (a *item) before(b *item) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
 
 // Time is the virtual time as a time.Time, the store's clock.
 func (c *clock) Time() time.Time { return epoch.Add(time.Duration(c.now)) }
