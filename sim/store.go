@@ -41,55 +41,77 @@ func (s *faultyStore) failBefore() bool { return s.w.fault(FaultStoreErrorBefore
 
 func (s *faultyStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
 	if s.failBefore() {
-		s.w.history(linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Outcome: linearizability.OutcomeFailed})
+		if s.w.cfg.LinCheck {
+			s.w.history(linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Outcome: linearizability.OutcomeFailed})
+		}
 		return idem.Snapshot{}, errStoreDown
 	}
 	snap, err := s.inner.Load(ctx, scope)
-	if err == nil {
+	if err == nil && s.w.cfg.LinCheck {
 		s.w.history(linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Record: snap.Record, FreshToken: snap.FreshToken, Outcome: linearizability.OutcomeOK})
 	}
 	return snap, err
 }
 
-// write applies a write through apply and reports it to the checkers; then
-// it may pretend the write failed.
-func (s *faultyStore) write(op linearizability.StoreOperation, rec *core.Record, kind core.WriteKind, apply func() error) error {
+// write makes the write of kind (rec is the record written, or for a delete
+// just its scope) and reports it to the checkers; then it may pretend the
+// write failed.
+func (s *faultyStore) write(ctx context.Context, kind core.WriteKind, rec *core.Record, v uint64, t core.Token) error {
 	if s.failBefore() {
-		op.Outcome = linearizability.OutcomeFailed
-		s.w.history(op)
+		s.record(kind, rec, v, t, linearizability.OutcomeFailed)
 		return errStoreDown
 	}
-	if err := apply(); err != nil {
-		op.Outcome = linearizability.OutcomeConflict
-		s.w.history(op)
+	var err error
+	switch kind {
+	case core.WriteInsert:
+		err = s.inner.Insert(ctx, rec)
+	case core.WriteUpdate:
+		err = s.inner.CompareAndSet(ctx, rec, v, t)
+	case core.WriteDelete:
+		err = s.inner.Delete(ctx, rec.Scope, v, t)
+	}
+	if err != nil {
+		s.record(kind, rec, v, t, linearizability.OutcomeConflict)
 		return err
 	}
-	s.w.applied(rec, kind, op.ExpectToken)
-	op.Outcome = linearizability.OutcomeOK
+	s.w.applied(rec, kind, t)
 	if s.w.fault(FaultStoreErrorAfter, s.w.rng.store) {
 		s.w.log(Event{Scope: s.w.cur.scope, Actor: ActorStore, What: WhatFaultAfter, Token: rec.Token})
-		op.Outcome = linearizability.OutcomeUnknown // the caller cannot tell it applied
-		s.w.history(op)
+		s.record(kind, rec, v, t, linearizability.OutcomeUnknown) // the caller cannot tell it applied
 		return errStoreDown
 	}
-	s.w.history(op)
+	s.record(kind, rec, v, t, linearizability.OutcomeOK)
 	return nil
 }
 
+// record adds a write to the history, for -lincheck only: the operation is
+// large, and most runs do not check it.
+func (s *faultyStore) record(kind core.WriteKind, rec *core.Record, v uint64, t core.Token, outcome linearizability.Outcome) {
+	if !s.w.cfg.LinCheck {
+		return
+	}
+	op := linearizability.StoreOperation{Scope: rec.Scope, ExpectVersion: v, ExpectToken: t, Outcome: outcome}
+	switch kind {
+	case core.WriteInsert:
+		op.Kind, op.Record, op.ExpectVersion, op.ExpectToken = linearizability.StoreInsert, *rec, 0, 0
+	case core.WriteUpdate:
+		op.Kind, op.Record = linearizability.StoreCompareAndSet, *rec
+	case core.WriteDelete:
+		op.Kind = linearizability.StoreDelete
+	}
+	s.w.history(op)
+}
+
 func (s *faultyStore) Insert(ctx context.Context, rec *core.Record) error {
-	op := linearizability.StoreOperation{Kind: linearizability.StoreInsert, Scope: rec.Scope, Record: *rec}
-	return s.write(op, rec, core.WriteInsert, func() error { return s.inner.Insert(ctx, rec) })
+	return s.write(ctx, core.WriteInsert, rec, 0, 0)
 }
 
 func (s *faultyStore) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, t core.Token) error {
-	op := linearizability.StoreOperation{Kind: linearizability.StoreCompareAndSet, Scope: rec.Scope, Record: *rec, ExpectVersion: v, ExpectToken: t}
-	return s.write(op, rec, core.WriteUpdate, func() error { return s.inner.CompareAndSet(ctx, rec, v, t) })
+	return s.write(ctx, core.WriteUpdate, rec, v, t)
 }
 
 func (s *faultyStore) Delete(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
-	gone := core.Record{Scope: scope}
-	op := linearizability.StoreOperation{Kind: linearizability.StoreDelete, Scope: scope, ExpectVersion: v, ExpectToken: t}
-	return s.write(op, &gone, core.WriteDelete, func() error { return s.inner.Delete(ctx, scope, v, t) })
+	return s.write(ctx, core.WriteDelete, &core.Record{Scope: scope}, v, t)
 }
 
 // history records a store call for -lincheck: made now by the current
