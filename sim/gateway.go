@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -83,12 +82,15 @@ func (ch *charge) response() core.Response {
 
 func (ch *charge) build() core.Response {
 	headers := []core.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Payload", Value: strconv.FormatInt(ch.payload, 10)}}
+	body := make([]byte, 0, 80)
 	if ch.declined {
-		return core.Response{StatusCode: http.StatusPaymentRequired, Headers: headers, SchemaVersion: 1,
-			Body: fmt.Appendf(nil, `{"error":"card_declined","attempt":%d}`, ch.id)}
+		body = append(strconv.AppendInt(append(body, `{"error":"card_declined","attempt":`...), int64(ch.id), 10), '}')
+		return core.Response{StatusCode: http.StatusPaymentRequired, Headers: headers, SchemaVersion: 1, Body: body}
 	}
-	return core.Response{StatusCode: http.StatusCreated, Headers: headers, SchemaVersion: 1,
-		Body: fmt.Appendf(nil, `{"paymentId":"pay-%d","amount":%d,"status":"created"}`, ch.id, ch.amount)}
+	body = strconv.AppendInt(append(body, `{"paymentId":"pay-`...), int64(ch.id), 10)
+	body = strconv.AppendInt(append(body, `","amount":`...), ch.amount, 10)
+	body = append(body, `,"status":"created"}`...)
+	return core.Response{StatusCode: http.StatusCreated, Headers: headers, SchemaVersion: 1, Body: body}
 }
 
 // payloadOf reads back the payload a response was made for.

@@ -114,8 +114,6 @@ type serverCall struct {
 	hbStop bool
 	main   opRun  // every apply of the call, one at a time
 	hb     *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
-	onMain func(idem.Applied, error)
-	onHb   func(idem.Applied, error)
 
 	// The action's state.
 	attempt    idem.Attempt
@@ -154,13 +152,7 @@ func (c *serverCall) apply(ev core.Event) {
 		}
 	}
 	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: ev.Kind, attempt: c.token}
-	if c.onMain == nil {
-		c.onMain = func(a idem.Applied, err error) {
-			c.call.Applied(a, err)
-			c.advance()
-		}
-	}
-	w.runOp(c, &c.main, evOpStep, meta, ev, c.onMain)
+	w.runOp(c, &c.main, evOpStep, meta, ev)
 }
 
 // opRun is one event being applied for a server call through an idem.Op,
@@ -171,7 +163,6 @@ type opRun struct {
 	op   idem.Op
 	meta opMeta
 	ev   core.EventKind
-	done func(idem.Applied, error)
 }
 
 // Kinds of serverCall events.
@@ -203,9 +194,9 @@ func (c *serverCall) handle(kind uint8) {
 }
 
 // runOp starts applying ev for c in r; done gets the outcome.
-func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event, done func(idem.Applied, error)) {
+func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event) {
 	r.op.Reset(&w.policy, w.metrics, w.scopes[meta.scope], ev)
-	r.meta, r.ev, r.done = meta, ev.Kind, done
+	r.meta, r.ev = meta, ev.Kind
 	w.opCall(c, r, kind)
 }
 
@@ -231,7 +222,12 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	} else {
 		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(r.ev)})
 	}
-	r.done(a, err)
+	if kind == evHbStep {
+		c.beaten(a, err)
+	} else {
+		c.call.Applied(a, err)
+		c.advance()
+	}
 }
 
 // storeView is the store as the policy sees it. lease-reexecute's view shows
@@ -398,15 +394,18 @@ func (c *serverCall) beat() {
 	}
 	if c.hb == nil {
 		c.hb = new(opRun)
-		c.onHb = func(a idem.Applied, err error) {
-			if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
-				c.hbStop = true
-				return
-			}
-			c.heartbeat(c.token)
-		}
 	}
-	w.runOp(c, c.hb, evHbStep, meta, ev, c.onHb)
+	w.runOp(c, c.hb, evHbStep, meta, ev)
+}
+
+// beaten hears how a heartbeat went: the next one is due unless the lease
+// could not be extended.
+func (c *serverCall) beaten(a idem.Applied, err error) {
+	if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
+		c.hbStop = true
+		return
+	}
+	c.heartbeat(c.token)
 }
 
 // answer is what a client hears back.
