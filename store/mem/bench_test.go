@@ -85,199 +85,186 @@ var benchKeyCount = func() int {
 	return 1 << 16
 }()
 
-// BenchmarkReserveComplete measures one Reserve plus one Complete of a new
-// key: the seed's store against the memory store doing the whole lifecycle
-// (store clock, fresh token, lease, fencing, TTL, versions) through the core.
-// Keys cycle through a fixed set of benchKeyCount; both stores start afresh
-// each time the set comes round, so both hold the same number of records.
-func BenchmarkReserveComplete(b *testing.B) {
-	keys := benchKeys(benchKeyCount)
-	fpHex := fp.String()
-	seedResp := &seedResponse{statusCode: 201, body: `{"paymentId":"p-1"}`}
-	resp := response(1)
-
-	b.Run("seed", func(b *testing.B) {
-		s := &seedStore{entries: map[string]*seedEntry{}}
-		i := 0
-		b.ReportAllocs()
-		for b.Loop() {
-			k := keys[i&(benchKeyCount-1)]
-			if i++; i&(benchKeyCount-1) == 0 {
-				s = &seedStore{entries: map[string]*seedEntry{}}
-			}
-			if d, _ := s.Reserve(k, fpHex); d != seedExecute {
-				b.Fatal(d)
-			}
-			// Each request builds its own response, which the seed stores by
-			// reference (the memory store copies the caller's).
-			r := *seedResp
-			s.Complete(k, &r)
+// rounds runs op for b.N keys taken in turn from keys; each time the keys
+// come round, the store starts afresh from fresh, so every key is new to it.
+func rounds[S any](b *testing.B, keys []string, fresh func() S, op func(s S, i int64, key string)) {
+	s := fresh()
+	var i int64
+	b.ReportAllocs()
+	for b.Loop() {
+		k := keys[i&int64(len(keys)-1)]
+		if i++; i&int64(len(keys)-1) == 0 {
+			s = fresh()
 		}
-	})
-	// floor is the seed's store plus only what the lifecycle cannot do
-	// without: per event, one read of the store's clock (the memory store's
-	// default clock) and one core.Step. No store can do the whole lifecycle
-	// faster than this; its ratio to "seed" bounds the one the memory store
-	// can reach.
-	b.Run("floor", func(b *testing.B) {
-		s := &seedStore{entries: map[string]*seedEntry{}}
-		start := time.Now()
-		clock := func() time.Time { return start.Add(time.Since(start)) }
-		p := idem.DefaultPolicy()
-		scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
-		i := 0
-		b.ReportAllocs()
-		for b.Loop() {
-			k := keys[i&(benchKeyCount-1)]
-			if i++; i&(benchKeyCount-1) == 0 {
-				s = &seedStore{entries: map[string]*seedEntry{}}
-			}
-			scope.Key = k
-			rec := core.Record{Scope: scope}
-			ev := core.Event{Kind: core.EventReserve, Now: clock(), Token: core.Token(i), Fingerprint: fp}
-			if res, err := core.Step(&rec, &ev, &p); err != nil || res.Decision.Kind != core.DecisionExecute {
-				b.Fatal(res.Decision.Kind, err)
-			}
-			if d, _ := s.Reserve(k, fpHex); d != seedExecute {
-				b.Fatal(d)
-			}
-			ev = core.Event{Kind: core.EventComplete, Now: clock(), Token: core.Token(i), Response: resp}
-			if res, err := core.Step(&rec, &ev, &p); err != nil || res.Decision.Kind != core.DecisionCompleted {
-				b.Fatal(res.Decision.Kind, err)
-			}
-			r := *seedResp
-			s.Complete(k, &r)
-		}
-	})
-	for _, variant := range []struct {
-		name string
-		wrap func(*memstore.Store) idem.Store
-	}{{"memstore", func(m *memstore.Store) idem.Store { return m }}, {"memstore-cas", func(m *memstore.Store) idem.Store { return casOnly{m} }}} {
-		b.Run(variant.name, func(b *testing.B) {
-			s := variant.wrap(memstore.New(memstore.Options{}))
-			p := idem.DefaultPolicy()
-			ctx := context.Background()
-			scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				scope.Key = keys[i&(benchKeyCount-1)]
-				if i++; i&(benchKeyCount-1) == 0 {
-					s = variant.wrap(memstore.New(memstore.Options{}))
-				}
-				lifecycle(b, ctx, s, &p, scope, resp)
-			}
-		})
+		op(s, i, k)
 	}
 }
 
-func lifecycle(b *testing.B, ctx context.Context, s idem.Store, p *idem.Policy, scope idem.Scope, resp idem.Response) {
+// parallelRounds is rounds under RunParallel: the goroutines share one store
+// and take keys from a shared counter; whoever takes the first key of a
+// round swaps in a fresh store. A goroutine that raced the swap may meet its
+// key already taken; op skips it, on every side.
+func parallelRounds[S any](b *testing.B, keys []string, fresh func() *S, op func(s *S, i int64, key string)) {
+	var store atomic.Pointer[S]
+	store.Store(fresh())
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			if i&int64(len(keys)-1) == 0 {
+				store.Store(fresh())
+			}
+			op(store.Load(), i, keys[i&int64(len(keys)-1)])
+		}
+	})
+}
+
+func newSeedStore() *seedStore { return &seedStore{entries: map[string]*seedEntry{}} }
+
+// seedShards are 64 seed stores, one lock each: the floor's store in
+// parallel, where the cores never wait for each other.
+type seedShards [64]seedStore
+
+func newSeedShards() *seedShards {
+	var sh seedShards
+	for i := range sh {
+		sh[i].entries = map[string]*seedEntry{}
+	}
+	return &sh
+}
+
+// benchCase is what every variant shares: the keys, the payload and the
+// responses, and the floor's clock and policy.
+type benchCase struct {
+	keys     []string
+	fpHex    string
+	seedResp seedResponse
+	resp     idem.Response
+	policy   idem.Policy
+	clock    func() time.Time
+}
+
+func newBenchCase() *benchCase {
+	start := time.Now()
+	return &benchCase{
+		keys:     benchKeys(benchKeyCount),
+		fpHex:    fp.String(),
+		seedResp: seedResponse{statusCode: 201, body: `{"paymentId":"p-1"}`},
+		resp:     response(1),
+		policy:   idem.DefaultPolicy(),
+		// memstore's default clock
+		clock: func() time.Time { return start.Add(time.Since(start)) },
+	}
+}
+
+// fail fails the benchmark: at once in its own goroutine, and from the
+// goroutines of RunParallel (parallel), where FailNow may not be called, at
+// its end.
+func fail(b *testing.B, parallel bool, args ...any) {
+	if !parallel {
+		b.Fatal(args...)
+	}
+	b.Error(args...)
+}
+
+// seed is one request on the seed's store: Reserve, and Complete if it
+// said execute. Each request builds its own response, which the seed stores
+// by reference (the memory store copies the caller's). In parallel a key
+// may have been taken by a goroutine that raced the swap of stores.
+func (c *benchCase) seed(b *testing.B, s *seedStore, key string, parallel bool) {
+	if d, _ := s.Reserve(key, c.fpHex); d != seedExecute {
+		if !parallel {
+			b.Fatal(d)
+		}
+		return
+	}
+	r := c.seedResp
+	s.Complete(key, &r)
+}
+
+// floor is seed plus only what the lifecycle cannot do without: per event,
+// one read of the store's clock and one core.Step. No store that runs the
+// lifecycle through the core can do better; floor / seed bounds the ratio
+// the memory store can reach.
+func (c *benchCase) floor(b *testing.B, s *seedStore, i int64, key string, parallel bool) {
+	rec := core.Record{Scope: idem.Scope{Principal: "p", UseCase: "payments.create", Key: key}}
+	ev := core.Event{Kind: core.EventReserve, Now: c.clock(), Token: core.Token(i), Fingerprint: fp}
+	if res, err := core.Step(&rec, &ev, &c.policy); err != nil || res.Decision.Kind != core.DecisionExecute {
+		fail(b, parallel, res.Decision.Kind, err)
+	}
+	if d, _ := s.Reserve(key, c.fpHex); d != seedExecute {
+		if !parallel {
+			b.Fatal(d)
+		}
+		return
+	}
+	ev = core.Event{Kind: core.EventComplete, Now: c.clock(), Token: core.Token(i), Response: c.resp}
+	if res, err := core.Step(&rec, &ev, &c.policy); err != nil || res.Decision.Kind != core.DecisionCompleted {
+		fail(b, parallel, res.Decision.Kind, err)
+	}
+	r := c.seedResp
+	s.Complete(key, &r)
+}
+
+// memstore is one request on s through idem.ApplyOver: Reserve, then
+// Complete if it said execute.
+func (c *benchCase) memstore(b *testing.B, s idem.Store, key string, parallel bool) {
+	lifecycle(b, s, &c.policy, idem.Scope{Principal: "p", UseCase: "payments.create", Key: key}, c.resp, parallel)
+}
+
+// lifecycle reserves scope over s and completes it with resp.
+func lifecycle(b *testing.B, s idem.Store, p *idem.Policy, scope idem.Scope, resp idem.Response, parallel bool) {
+	ctx := context.Background()
 	a, err := idem.ApplyOver(ctx, s, p, nil, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp})
 	if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-		b.Fatal(a.Result.Decision.Kind, err)
+		if !parallel {
+			b.Fatal(a.Result.Decision.Kind, err)
+		}
+		return
 	}
-	c, err := idem.ApplyOver(ctx, s, p, nil, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp})
-	if err != nil || c.Result.Decision.Kind != core.DecisionCompleted {
-		b.Fatal(c.Result.Decision.Kind, err)
+	a, err = idem.ApplyOver(ctx, s, p, nil, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp})
+	if err != nil || a.Result.Decision.Kind != core.DecisionCompleted {
+		fail(b, parallel, a.Result.Decision.Kind, err)
 	}
 }
 
-// BenchmarkReserveCompleteParallel is the same with RunParallel: the
-// goroutines share one store and take keys from a shared counter; whoever
-// takes the first key of a round swaps in a fresh store. A goroutine that
-// raced the swap may meet its key already taken and skips it, on both sides.
-func BenchmarkReserveCompleteParallel(b *testing.B) {
-	keys := benchKeys(benchKeyCount)
-	fpHex := fp.String()
-	seedResp := &seedResponse{statusCode: 201, body: `{"paymentId":"p-1"}`}
-	resp := response(1)
-
+// BenchmarkReserveComplete measures one Reserve plus one Complete of a new
+// key: the seed's store, the floor, and the memory store doing the whole
+// lifecycle (store clock, fresh token, lease, fencing, TTL, versions)
+// through the core, by its Applier and by compare-and-set. Keys cycle through
+// a fixed set of benchKeyCount; every store starts afresh each time the set
+// comes round, so all hold the same number of records.
+func BenchmarkReserveComplete(b *testing.B) {
+	c := newBenchCase()
 	b.Run("seed", func(b *testing.B) {
-		var store atomic.Pointer[seedStore]
-		store.Store(&seedStore{entries: map[string]*seedEntry{}})
-		var next atomic.Int64
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				i := next.Add(1)
-				if i&int64(benchKeyCount-1) == 0 {
-					store.Store(&seedStore{entries: map[string]*seedEntry{}})
-				}
-				s, k := store.Load(), keys[i&int64(benchKeyCount-1)]
-				if d, _ := s.Reserve(k, fpHex); d == seedExecute {
-					r := *seedResp
-					s.Complete(k, &r)
-				}
-			}
-		})
+		rounds(b, c.keys, newSeedStore, func(s *seedStore, _ int64, k string) { c.seed(b, s, k, false) })
 	})
-	// floor: the floor of BenchmarkReserveComplete on 64 seed stores, one
-	// per lock, so the cores never wait for each other: the best a store
-	// doing the lifecycle could do in parallel.
 	b.Run("floor", func(b *testing.B) {
-		newShards := func() *[64]seedStore {
-			var sh [64]seedStore
-			for i := range sh {
-				sh[i].entries = map[string]*seedEntry{}
-			}
-			return &sh
-		}
-		var store atomic.Pointer[[64]seedStore]
-		store.Store(newShards())
-		start := time.Now()
-		clock := func() time.Time { return start.Add(time.Since(start)) }
-		p := idem.DefaultPolicy()
-		var next atomic.Int64
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
-			for pb.Next() {
-				i := next.Add(1)
-				if i&int64(benchKeyCount-1) == 0 {
-					store.Store(newShards())
-				}
-				s, k := &store.Load()[i&63], keys[i&int64(benchKeyCount-1)]
-				scope.Key = k
-				rec := core.Record{Scope: scope}
-				ev := core.Event{Kind: core.EventReserve, Now: clock(), Token: core.Token(i), Fingerprint: fp}
-				if _, err := core.Step(&rec, &ev, &p); err != nil {
-					b.Error(err)
-				}
-				if d, _ := s.Reserve(k, fpHex); d == seedExecute {
-					ev = core.Event{Kind: core.EventComplete, Now: clock(), Token: core.Token(i), Response: resp}
-					if _, err := core.Step(&rec, &ev, &p); err != nil {
-						b.Error(err)
-					}
-					r := *seedResp
-					s.Complete(k, &r)
-				}
-			}
-		})
+		rounds(b, c.keys, newSeedStore, func(s *seedStore, i int64, k string) { c.floor(b, s, i, k, false) })
 	})
 	b.Run("memstore", func(b *testing.B) {
-		var store atomic.Pointer[memstore.Store]
-		store.Store(memstore.New(memstore.Options{}))
-		p := idem.DefaultPolicy()
-		ctx := context.Background()
-		var next atomic.Int64
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			scope := idem.Scope{Principal: "p", UseCase: "payments.create"}
-			for pb.Next() {
-				i := next.Add(1)
-				if i&int64(benchKeyCount-1) == 0 {
-					store.Store(memstore.New(memstore.Options{}))
-				}
-				m := store.Load()
-				scope.Key = keys[i&int64(benchKeyCount-1)]
-				a, err := idem.ApplyOver(ctx, m, &p, nil, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp})
-				if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-					continue
-				}
-				if _, err := idem.ApplyOver(ctx, m, &p, nil, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp}); err != nil {
-					b.Error(err)
-				}
-			}
-		})
+		fresh := func() idem.Store { return memstore.New(memstore.Options{}) }
+		rounds(b, c.keys, fresh, func(s idem.Store, _ int64, k string) { c.memstore(b, s, k, false) })
+	})
+	b.Run("memstore-cas", func(b *testing.B) {
+		fresh := func() idem.Store { return casOnly{memstore.New(memstore.Options{})} }
+		rounds(b, c.keys, fresh, func(s idem.Store, _ int64, k string) { c.memstore(b, s, k, false) })
+	})
+}
+
+// BenchmarkReserveCompleteParallel is the same with RunParallel (see
+// parallelRounds); the floor runs over 64 seed stores (seedShards).
+func BenchmarkReserveCompleteParallel(b *testing.B) {
+	c := newBenchCase()
+	b.Run("seed", func(b *testing.B) {
+		parallelRounds(b, c.keys, newSeedStore, func(s *seedStore, _ int64, k string) { c.seed(b, s, k, true) })
+	})
+	b.Run("floor", func(b *testing.B) {
+		parallelRounds(b, c.keys, newSeedShards, func(s *seedShards, i int64, k string) { c.floor(b, &s[i&63], i, k, true) })
+	})
+	b.Run("memstore", func(b *testing.B) {
+		fresh := func() *memstore.Store { return memstore.New(memstore.Options{}) }
+		parallelRounds(b, c.keys, fresh, func(s *memstore.Store, _ int64, k string) { c.memstore(b, s, k, true) })
 	})
 }

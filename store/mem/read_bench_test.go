@@ -14,7 +14,7 @@ func BenchmarkApplyReplay(b *testing.B) {
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
 	sc := scopeN(0)
-	lifecycle(b, ctx, m, &p, sc, response(1))
+	lifecycle(b, m, &p, sc, response(1), false)
 	ev := core.Event{Kind: core.EventReserve, Fingerprint: fp}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -30,7 +30,7 @@ func BenchmarkLoad(b *testing.B) {
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
 	sc := scopeN(0)
-	lifecycle(b, ctx, m, &p, sc, response(1))
+	lifecycle(b, m, &p, sc, response(1), false)
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Load(ctx, sc)
