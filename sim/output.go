@@ -65,11 +65,13 @@ func describeRates(r *[faultCount]float64) string {
 
 // Summary adds up the reports of several seeds.
 type Summary struct {
-	Seeds, Failed int
+	Seeds  int `json:"seeds"`
+	Failed int `json:"failed"` // seeds with a violation
 	Tally
-	Reconciled               uint64
-	ConvergeMax, ConvergeP99 time.Duration
-	Counters                 []CounterValue
+	Reconciled  uint64         `json:"reconciled"`
+	ConvergeMax time.Duration  `json:"converge_max_ns"` // virtual
+	ConvergeP99 time.Duration  `json:"converge_p99_ns"` // virtual
+	Counters    []CounterValue `json:"counters"`
 }
 
 // Summarize adds up reports.

@@ -28,19 +28,19 @@ type Report struct {
 
 // Tally is what a run counts, and a summary adds up.
 type Tally struct {
-	Requests   int // logical requests sent
-	Done       int // requests with a definitive answer
-	Executions int // actions run (gateway calls)
-	Charges    int // real charges in the gateway's ledger
-	Declines   int // declined cards (business outcomes)
-	Executed   int // answers from the execution itself
-	Replays    int // answers replayed from the store
-	Status409  int // in progress or outcome unknown
-	Status202  int // in progress, under the 202 policy
-	Status422  int // key misuse
-	Status503  int // store unavailable (failed closed)
-	Status5xx  int // other server errors (not executed, response invalid)
-	LinChecked int // store operations checked for linearizability (-lincheck)
+	Requests   int `json:"requests"`         // logical requests sent
+	Done       int `json:"done"`             // requests with a definitive answer
+	Executions int `json:"executions"`       // actions run (gateway calls)
+	Charges    int `json:"charges"`          // real charges in the gateway's ledger
+	Declines   int `json:"declines"`         // declined cards (business outcomes)
+	Executed   int `json:"executed"`         // answers from the execution itself
+	Replays    int `json:"replays"`          // answers replayed from the store
+	Status409  int `json:"status_409"`       // in progress or outcome unknown
+	Status202  int `json:"status_202"`       // in progress, under the 202 policy
+	Status422  int `json:"status_422"`       // key misuse
+	Status503  int `json:"status_503"`       // store unavailable (failed closed)
+	Status5xx  int `json:"status_5xx_other"` // other server errors (not executed, response invalid)
+	LinChecked int `json:"lin_checked"`      // store operations checked for linearizability (-lincheck)
 }
 
 func (t *Tally) add(o *Tally) {
@@ -61,8 +61,8 @@ func (t *Tally) add(o *Tally) {
 
 // CounterValue is one SPEC §7 counter's total.
 type CounterValue struct {
-	Name  string
-	Value uint64
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
 }
 
 // ViolatingScope is the index of the scope of the first violation, or -1.

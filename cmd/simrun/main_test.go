@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -77,22 +78,37 @@ func TestBadFlagsExitTwo(t *testing.T) {
 func TestJSONSummary(t *testing.T) {
 	code, out, _ := simrun(t, "-seed", "3", "-seeds", "2", "-requests", "50", "-json", "-policy", "no-fingerprint", "-faults", "key_misuse", "-swarm=false", "-fault-rate", "0.5")
 	var doc struct {
-		Command    string
-		Violations int
-		Summary    struct{ Requests int }
-		Reports    []struct {
-			Seed       uint64
+		Command    string `json:"command"`
+		Violations int    `json:"violations"`
+		Summary    struct {
+			Seeds         int   `json:"seeds"`
+			Requests      int   `json:"requests"`
+			Done          int   `json:"done"`
+			ConvergeMaxNs int64 `json:"converge_max_ns"`
+			Counters      []struct {
+				Name  string `json:"name"`
+				Value uint64 `json:"value"`
+			} `json:"counters"`
+		} `json:"summary"`
+		Reports []struct {
+			Seed       uint64 `json:"seed"`
 			Violations []struct {
-				Invariant int
-				Reproduce string
-			}
-		}
+				Invariant int    `json:"invariant"`
+				Reproduce string `json:"reproduce"`
+			} `json:"violations"`
+		} `json:"reports"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if code != 1 || doc.Violations == 0 || doc.Summary.Requests == 0 || len(doc.Reports) == 0 || doc.Reports[0].Violations[0].Invariant != 3 {
+	if code != 1 || doc.Violations == 0 || doc.Summary.Seeds != 2 || doc.Summary.Requests == 0 || doc.Summary.Requests > 100 || doc.Summary.Done == 0 ||
+		doc.Summary.ConvergeMaxNs <= 0 || len(doc.Summary.Counters) != 12 || doc.Summary.Counters[0].Name == "" ||
+		len(doc.Reports) == 0 || doc.Reports[0].Violations[0].Invariant != 3 || doc.Reports[0].Violations[0].Reproduce == "" {
 		t.Fatalf("exit %d: %+v", code, doc)
+	}
+	// Every key is snake_case: none of Go's field names leak out.
+	if m := regexp.MustCompile(`"[A-Za-z0-9_]*[A-Z][A-Za-z0-9_]*":`).FindString(out); m != "" {
+		t.Errorf("key %s is not snake_case", m)
 	}
 }
 
