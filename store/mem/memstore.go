@@ -23,14 +23,18 @@ type Options struct {
 	// Clock is the store's time. If nil, the wall time at New carried
 	// forward by the monotonic clock. Inject a fake for tests and the simulator.
 	Clock func() time.Time
-	// RecordsMax bounds the number of records; 0 means no bound. A full
+	// RecordsMax bounds the number of records; 0 (or less) means no bound. A full
 	// store refuses new records with idem.ErrStoreFull: it never evicts a
 	// live record to make room.
 	RecordsMax int
 	// Shards is the number of independently locked parts, rounded up to a
-	// power of two (64 if zero).
+	// power of two (64 if zero or less) and at most ShardsMax.
 	Shards int
 }
+
+// ShardsMax bounds Options.Shards: more locks than this buy no parallelism
+// and would only cost memory.
+const ShardsMax = 1 << 16
 
 // Store is the in-memory driver. Create it with New.
 type Store struct {
@@ -281,7 +285,7 @@ func New(o Options) *Store {
 	n := 64
 	if o.Shards > 0 {
 		n = 1
-		for n < o.Shards {
+		for n < min(o.Shards, ShardsMax) {
 			n *= 2
 		}
 	}
@@ -365,6 +369,9 @@ func (s *Store) Insert(ctx context.Context, rec *core.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if rec == nil {
+		return fmt.Errorf("memstore: insert: no record: %w", core.ErrInvalidRecord)
+	}
 	sh, hash := s.shard(&rec.Scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -388,6 +395,9 @@ func (s *Store) insert(sh *shard, rec *core.Record, pl place) error {
 func (s *Store) CompareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if rec == nil {
+		return fmt.Errorf("memstore: compare-and-set: no record: %w", core.ErrInvalidRecord)
 	}
 	sh, hash := s.shard(&rec.Scope)
 	sh.mu.Lock()

@@ -491,3 +491,23 @@ func TestDueNoticesNewlyDueRecords(t *testing.T) {
 		t.Fatal("an unknown kind was accepted")
 	}
 }
+
+// TestBadInputIsAnError: a missing record is an error value, not a panic,
+// and an absurd shard count is bounded, not an out-of-memory crash.
+func TestBadInputIsAnError(t *testing.T) {
+	ctx := context.Background()
+	m := memstore.New(memstore.Options{Shards: 1 << 40})
+	if err := m.Insert(ctx, nil); !errors.Is(err, core.ErrInvalidRecord) {
+		t.Fatalf("insert nil: %v", err)
+	}
+	if err := m.CompareAndSet(ctx, nil, 1, 1); !errors.Is(err, core.ErrInvalidRecord) {
+		t.Fatalf("compare-and-set nil: %v", err)
+	}
+	p := idem.DefaultPolicy()
+	if a, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(1), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil || a.Result.Decision.Kind != core.DecisionExecute {
+		t.Fatalf("the bounded store does not work: %v %v", a.Result.Decision.Kind, err)
+	}
+	if m.Len() != 1 {
+		t.Fatalf("%d records", m.Len())
+	}
+}
