@@ -55,6 +55,12 @@ func (s *toyStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, e
 	if err := ctx.Err(); err != nil {
 		return idem.Snapshot{}, err
 	}
+	if s.planted() {
+		// Yield once the lock is released (defers run last first): other
+		// goroutines then write between this load and the caller's write,
+		// the window every planted bug needs, far more often.
+		defer runtime.Gosched()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tokens++
@@ -82,6 +88,11 @@ func (s *toyStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, e
 		s.cache[scope] = &cached{rec: snap.Record}
 	}
 	return snap, nil
+}
+
+// planted reports whether a bug is planted.
+func (s *toyStore) planted() bool {
+	return s.casIgnoresVersion || s.deleteIgnoresVersion || s.racyInsert || s.staleReads || s.dropAcknowledged
 }
 
 // ack reports whether the write just acknowledged is to be lost later.

@@ -77,7 +77,7 @@ func newWorld(cfg Config, tracing bool) *world {
 	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &counters{}, tracing: tracing}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
-	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8})
+	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8, Deterministic: true})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	ex, err := idem.New(w.store, idem.WithPolicy(w.policy), idem.WithMetrics(w.metrics))
 	if err != nil {

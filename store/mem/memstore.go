@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sync"
@@ -30,6 +31,11 @@ type Options struct {
 	// Shards is the number of independently locked parts, rounded up to a
 	// power of two (64 if zero or less) and at most ShardsMax.
 	Shards int
+	// Deterministic places every scope, and so numbers the fencing tokens,
+	// the same way in every process, as the simulator needs to replay a run
+	// byte for byte. Leave it off in a service: its hash is not keyed, so
+	// clients could choose keys that collide and slow a shard down.
+	Deterministic bool
 }
 
 // ShardsMax bounds Options.Shards: more locks than this buy no parallelism
@@ -38,10 +44,12 @@ const ShardsMax = 1 << 16
 
 // Store is the in-memory driver. Create it with New.
 type Store struct {
-	shards     []shard
-	mask       uint64
-	clock      func() time.Time
-	recordsMax int64
+	shards        []shard
+	mask          uint64
+	seed          maphash.Seed
+	deterministic bool
+	clock         func() time.Time
+	recordsMax    int64
 	// records counts the records of a bounded store only: one counter
 	// shared by every core would cost an unbounded store its scaling.
 	records atomic.Int64
@@ -52,9 +60,8 @@ type shard struct {
 	// index finds a record's slot from its scope: open addressing with
 	// linear probing over entries that hold no pointers (the garbage
 	// collector never scans it) and keep the part of the hash the position
-	// comes from, so that growing never hashes a key again. The hash is of
-	// the key alone, computed once per call (it also picks the shard); the
-	// rare scopes that share a key text probe past each other.
+	// comes from, so that growing never hashes a scope again. The hash is
+	// computed once per call (it also picks the shard; see Store.shard).
 	index []entry
 	used  int
 	// chunks hold the slots, slotsPerChunk at a time, which saves the
@@ -73,7 +80,7 @@ type shard struct {
 	_       [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-// entry is one place of a shard's index: the high half of the key's hash,
+// entry is one place of a shard's index: the high half of the scope's hash,
 // and the number of the slot plus one (zero: the place is empty).
 type entry struct {
 	hash uint32
@@ -164,7 +171,7 @@ func (c *compact) get(r *core.Record) {
 
 // place is where a scope is, or would go, in its shard.
 type place struct {
-	hash uint32 // the high half of the key's hash
+	hash uint32 // the high half of the scope's hash
 	at   int    // the index position: the scope's entry, or the empty one it would take
 	slot *slot  // the scope's slot, or nil when it has no record
 }
@@ -289,7 +296,8 @@ func New(o Options) *Store {
 			n *= 2
 		}
 	}
-	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), clock: o.Clock, recordsMax: int64(o.RecordsMax)}
+	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed(), deterministic: o.Deterministic,
+		clock: o.Clock, recordsMax: int64(o.RecordsMax)}
 	if s.clock == nil {
 		// Wall time carried forward by the monotonic clock: it never steps
 		// back (leases stay sound if the system clock is set back), and it
@@ -303,24 +311,40 @@ func New(o Options) *Store {
 	return s
 }
 
-// shard picks the scope's shard, and the hash its index uses, from the key
-// alone: keys are random, so they spread well, and all scopes of one key text
-// meet in one shard. The hash is deterministic across runs (the simulator's
-// output must not depend on a random seed) and reads 8 bytes at a time.
+// shard picks the scope's shard, and the hash its index uses, from one
+// 64-bit hash of the whole scope, computed once per call. By default the
+// hash is keyed with a random seed per store (hash/maphash): keys and
+// principals come from clients, and ones chosen to collide would otherwise
+// turn a shard's index into a list. Options.Deterministic trades that for
+// the same placement in every process.
 func (s *Store) shard(scope *core.Scope) (*shard, uint32) {
-	k := scope.Key
-	h := uint64(len(k)) * 0x9e3779b97f4a7c15
-	for len(k) >= 8 {
-		w := uint64(k[0]) | uint64(k[1])<<8 | uint64(k[2])<<16 | uint64(k[3])<<24 |
-			uint64(k[4])<<32 | uint64(k[5])<<40 | uint64(k[6])<<48 | uint64(k[7])<<56
-		h = (h ^ w) * 0xff51afd7ed558ccd
-		k = k[8:]
-	}
-	for i := 0; i < len(k); i++ {
-		h = (h ^ uint64(k[i])) * 0xc4ceb9fe1a85ec53
+	var h uint64
+	if s.deterministic {
+		h = mix(mix(mix(mix(0, scope.Key), scope.Principal), scope.UseCase), scope.Tenant)
+	} else {
+		h = maphash.String(s.seed, scope.Key)
+		h = (h ^ maphash.String(s.seed, scope.Principal)) * 0x9e3779b97f4a7c15
+		h = (h ^ maphash.String(s.seed, scope.UseCase)) * 0xff51afd7ed558ccd
+		h = (h ^ maphash.String(s.seed, scope.Tenant)) * 0xc4ceb9fe1a85ec53
 	}
 	h ^= h >> 29
 	return &s.shards[h&s.mask], uint32(h >> 32)
+}
+
+// mix folds the length and the bytes of part into h, 8 bytes at a time: the
+// deterministic hash, fast but not keyed.
+func mix(h uint64, part string) uint64 {
+	h = (h ^ uint64(len(part))) * 0x9e3779b97f4a7c15
+	for len(part) >= 8 {
+		w := uint64(part[0]) | uint64(part[1])<<8 | uint64(part[2])<<16 | uint64(part[3])<<24 |
+			uint64(part[4])<<32 | uint64(part[5])<<40 | uint64(part[6])<<48 | uint64(part[7])<<56
+		h = (h ^ w) * 0xff51afd7ed558ccd
+		part = part[8:]
+	}
+	for i := 0; i < len(part); i++ {
+		h = (h ^ uint64(part[i])) * 0xc4ceb9fe1a85ec53
+	}
+	return h
 }
 
 // Len is the number of records held.
