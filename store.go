@@ -32,8 +32,11 @@ type Snapshot struct {
 	// TTLs (a database driver returns the database's clock).
 	Now time.Time
 	// FreshToken is greater than every token the store has handed out for
-	// this scope, including to records since deleted. Reserve uses it if it
-	// creates an attempt; otherwise it is simply never used.
+	// this scope, including to records since deleted, and is handed out
+	// with no other scope's read, so that a precondition meant for one
+	// scope never matches another's record (a store-wide sequence gives
+	// both). Reserve uses it if it creates an attempt; otherwise it is
+	// simply never used.
 	FreshToken Token
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,11 @@ type shard struct {
 	free   []uint32
 	// tokens only grows: every Load hands out the next one, so a token is
 	// never repeated for any scope of the shard, deleted records included.
-	tokens uint64
+	// A token is tokens above the shard's number (id, in the low tokenShift
+	// bits), so that no two scopes of the store ever hold the same token.
+	tokens     uint64
+	id         uint64
+	tokenShift uint
 	// nextDue is, per idem.DueKind, a time no record of the shard becomes
 	// due before (a lower bound, lowered by every write, made exact by every
 	// scan), so that Due skips the shards with nothing due.
@@ -307,6 +312,7 @@ func New(o Options) *Store {
 	}
 	for i := range s.shards {
 		s.shards[i].nextDue = [2]int64{math.MaxInt64, math.MaxInt64}
+		s.shards[i].id, s.shards[i].tokenShift = uint64(i), uint(bits.TrailingZeros(uint(n)))
 	}
 	return s
 }
@@ -385,7 +391,7 @@ func (sh *shard) read(scope *core.Scope, hash uint32, rec *core.Record) (core.To
 	} else {
 		*rec = core.Record{Scope: *scope}
 	}
-	return core.Token(sh.tokens), pl
+	return core.Token(sh.tokens<<sh.tokenShift | sh.id), pl
 }
 
 // Insert implements idem.Store.

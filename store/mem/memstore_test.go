@@ -511,3 +511,32 @@ func TestBadInputIsAnError(t *testing.T) {
 		t.Fatalf("%d records", m.Len())
 	}
 }
+
+// TestTokensAreUniqueAcrossScopes: shards count their tokens apart, yet no
+// two reads of the store, of any scopes, get the same token, and each
+// scope's tokens grow.
+func TestTokensAreUniqueAcrossScopes(t *testing.T) {
+	ctx := context.Background()
+	for _, shards := range []int{1, 4, 64} {
+		m := memstore.New(memstore.Options{Shards: shards})
+		seen := map[core.Token]bool{}
+		last := map[idem.Scope]core.Token{}
+		for round := range 3 {
+			for i := range 300 {
+				sc := scopeN(i)
+				snap, err := m.Load(ctx, sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tok := snap.FreshToken
+				if tok == 0 || seen[tok] {
+					t.Fatalf("%d shards, round %d, scope %d: token %d again", shards, round, i, tok)
+				}
+				if tok <= last[sc] {
+					t.Fatalf("%d shards: scope %d got token %d after %d", shards, i, tok, last[sc])
+				}
+				seen[tok], last[sc] = true, tok
+			}
+		}
+	}
+}
