@@ -18,8 +18,9 @@
 //   - attempt: one execution of the caller's action for a scope, owned by
 //     one fencing token.
 //   - fencing token: the name of an attempt. The store hands out tokens that
-//     grow and never repeat for a scope; an event carrying a token that does
-//     not own the record is stale and changes nothing.
+//     grow for a scope and never repeat, for it or for any other scope; an
+//     event carrying a token that does not own the record is stale and
+//     changes nothing.
 //   - lease: the time an attempt may run without news (Record.LockedUntil).
 //     Heartbeats extend it. An expired lease never leads to re-execution: the
 //     record becomes unknown.
