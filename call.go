@@ -209,13 +209,14 @@ func (c *Call) done(r Result, err error) {
 	c.state, c.result, c.err = callDone, r, err
 }
 
-// Applied reports the outcome of an EffectApply.
-func (c *Call) Applied(a Applied, err error) {
+// Applied reports the outcome of an EffectApply. The Call reads *a during
+// the call only: the host may reuse it for the next event.
+func (c *Call) Applied(a *Applied, err error) {
 	switch c.state {
 	case callReserve:
-		c.reserved(&a, err)
+		c.reserved(a, err)
 	case callRecord:
-		c.recorded(&a, err)
+		c.recorded(a, err)
 	default:
 		c.done(Result{}, fmt.Errorf("idem: Call.Applied in state %d: host out of step", c.state))
 	}

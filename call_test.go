@@ -39,7 +39,7 @@ func TestCallStepByStep(t *testing.T) {
 			}
 			a, err := op.Result()
 			line += " -> " + a.Result.Decision.Kind.String()
-			c.Applied(a, err)
+			c.Applied(&a, err)
 		case idem.EffectRun:
 			c.Ran(out)
 		case idem.EffectWait:
@@ -99,7 +99,7 @@ func TestCallWaitEndsOnEitherClock(t *testing.T) {
 		ctx := context.Background()
 		apply := func(c *idem.Call) {
 			a, err := idem.ApplyOver(ctx, mem, &p, nil, request(key1, payload).Scope, c.Next().Event)
-			c.Applied(a, err)
+			c.Applied(&a, err)
 		}
 		owner, _ := ex.Begin(request(key1, payload))
 		apply(owner)

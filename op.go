@@ -165,29 +165,44 @@ func (o *Op) finish(err error) {
 	observe(o.metrics, o.event.Kind, &o.applied)
 }
 
-// ApplyOver applies ev to scope over s and returns what happened: through s's
-// Apply when it is an Applier, else by driving an Op to the end.
+// ApplyOver applies ev to scope over s and returns what happened: ApplyInto
+// with an Applied of its own. A host that applies many events keeps one
+// Applied and calls ApplyInto, which allocates and copies less.
 func ApplyOver(ctx context.Context, s Store, p *Policy, m Metrics, scope Scope, ev core.Event) (Applied, error) {
+	var a Applied
+	err := ApplyInto(ctx, s, p, m, scope, ev, &a)
+	return a, err
+}
+
+// ApplyInto applies ev to scope over s and fills *out with what happened:
+// through s's Apply when it is an Applier, else by driving an Op to the end.
+// On an error *out is the zero Applied: nothing of an earlier event may pass
+// for this one's outcome.
+func ApplyInto(ctx context.Context, s Store, p *Policy, m Metrics, scope Scope, ev core.Event, out *Applied) error {
 	if m == nil {
 		m = NopMetrics{}
 	}
 	if a, ok := s.(Applier); ok {
-		applied, err := a.Apply(ctx, scope, ev, p)
+		err := a.Apply(ctx, scope, ev, p, out)
 		switch {
 		case err == nil:
-			observe(m, ev.Kind, &applied)
+			observe(m, ev.Kind, out)
+			return nil
 		case isCoreError(err):
 		default:
 			m.Add(CounterStoreError, Labels{UseCase: scope.UseCase, Outcome: ev.Kind.String()}, 1)
 			err = &StoreError{Call: "apply", Err: err}
 		}
-		return applied, err
+		*out = Applied{}
+		return err
 	}
 	op := NewOp(p, m, scope, ev)
 	for op.Pending() != OpDone {
 		op.Do(ctx, s)
 	}
-	return op.Result()
+	var err error
+	*out, err = op.Result()
+	return err
 }
 
 // driverBug reports whether the core refused what the store handed it: a

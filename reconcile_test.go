@@ -144,7 +144,7 @@ func TestSweeperTurnsZombiesUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := idem.ApplyOver(ctx, f.store, ptr(f.ex.Policy()), nil, req.Scope, call.Next().Event)
-	call.Applied(a, err) // then the process dies
+	call.Applied(&a, err) // then the process dies
 	sw := idem.Sweeper{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics}
 	f.clock.Advance(f.ex.Policy().LeaseDuration)
 	if n, err := sw.RunOnce(ctx); n != 1 || err != nil {

@@ -103,10 +103,13 @@ type Store interface {
 
 // Applier is an optional fast path for a Store that can load, step and write
 // under one lock, so that no compare-and-set can be lost to a race. Apply
-// must behave exactly as ApplyOver's load-step-write loop: take Now and, for
-// Reserve, Token from the store, call core.Step, and write its result.
+// must behave exactly as ApplyInto's load-step-write loop: take Now and, for
+// Reserve, Token from the store, call core.Step, and write its result. It
+// fills *out, which the caller owns (a host keeps one Applied for many
+// events: 400 bytes it need not copy back and forth), and must not keep out;
+// on an error the caller disregards *out.
 type Applier interface {
-	Apply(ctx context.Context, scope Scope, ev core.Event, p *Policy) (Applied, error)
+	Apply(ctx context.Context, scope Scope, ev core.Event, p *Policy, out *Applied) error
 }
 
 // Applied is the outcome of applying one event to one scope.

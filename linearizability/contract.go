@@ -511,7 +511,7 @@ func (c *contract) cancelledContext(t *testing.T) {
 	}
 	if a, ok := s.(idem.Applier); ok {
 		p := core.DefaultPolicy()
-		if _, err := a.Apply(ctx, sc, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, &p); err == nil {
+		if err := a.Apply(ctx, sc, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, &p, new(idem.Applied)); err == nil {
 			t.Error("Apply with a cancelled context succeeded")
 		}
 	}

@@ -358,17 +358,8 @@ func (f *faulty) Delete(ctx context.Context, sc core.Scope, v uint64, tok core.T
 // faultyApplier also fails Apply before or after it applies.
 type faultyApplier struct{ *faulty }
 
-func (f faultyApplier) Apply(ctx context.Context, sc core.Scope, ev core.Event, p *core.Policy) (idem.Applied, error) {
-	var a idem.Applied
-	err := f.write(func() error {
-		var err error
-		a, err = f.Store.(idem.Applier).Apply(ctx, sc, ev, p)
-		return err
-	})
-	if errors.Is(err, errInjected) {
-		return idem.Applied{}, err
-	}
-	return a, err
+func (f faultyApplier) Apply(ctx context.Context, sc core.Scope, ev core.Event, p *core.Policy, a *idem.Applied) error {
+	return f.write(func() error { return f.Store.(idem.Applier).Apply(ctx, sc, ev, p, a) })
 }
 
 // TestAmbiguousCommitsAreLinearizable runs the stresses over a correct

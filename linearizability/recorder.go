@@ -155,14 +155,13 @@ func (c *RecordingStore) Wait(ctx context.Context, scope core.Scope, version uin
 }
 
 // Apply implements idem.Applier and records one LifecycleOperation.
-func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy) (idem.Applied, error) {
+func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *idem.Applied) error {
 	op := LifecycleOperation{Client: c.client, Scope: scope, Event: ev}
 	op.Event.Response = ev.Response.Clone()
 	op.Call = c.r.now()
-	var a idem.Applied
 	var err error
 	if c.r.applier != nil {
-		a, err = c.r.applier.Apply(ctx, scope, ev, p)
+		err = c.r.applier.Apply(ctx, scope, ev, p, a)
 		op.Return = c.r.now()
 		switch {
 		case err == nil:
@@ -181,14 +180,14 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 			op.Outcome = OutcomeUnknown
 		}
 		c.r.addLife(op)
-		return a, err
+		return err
 	}
 	obs := &observer{RecordingStore: c}
 	o := idem.NewOp(p, nil, scope, ev)
 	for o.Pending() != idem.OpDone {
 		o.Do(ctx, obs)
 	}
-	a, err = o.Result()
+	*a, err = o.Result()
 	op.Return = c.r.now()
 	switch {
 	case err == nil:
@@ -210,7 +209,7 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 		}
 	}
 	c.r.addLife(op)
-	return a, err
+	return err
 }
 
 // observer sees the store calls of one idem.Op: the fresh token of its last

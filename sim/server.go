@@ -225,7 +225,7 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	if kind == evHbStep {
 		c.beaten(a, err)
 	} else {
-		c.call.Applied(a, err)
+		c.call.Applied(&a, err)
 		c.advance()
 	}
 }

@@ -564,14 +564,13 @@ func (c *compact) dueAt(kind idem.DueKind) (int64, bool) {
 
 // Apply implements idem.Applier: load, core.Step and write under the shard's
 // lock, so that concurrent events on one scope never lose a race.
-func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy) (idem.Applied, error) {
+func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *idem.Applied) error {
 	if err := ctx.Err(); err != nil {
-		return idem.Applied{}, err
+		return err
 	}
 	sh, hash := s.shard(&scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	var a idem.Applied
 	a.Now = s.clock()
 	fresh, pl := sh.read(&scope, hash, &a.Record)
 	a.Before = a.Record.Status
@@ -581,13 +580,13 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	}
 	res, err := core.Step(&a.Record, &ev, p)
 	if err != nil {
-		return idem.Applied{}, err
+		return err
 	}
 	a.Result = res
 	switch res.Write.Kind {
 	case core.WriteInsert:
 		if err := s.insert(sh, &a.Record, pl); err != nil {
-			return idem.Applied{}, err
+			return err
 		}
 	case core.WriteUpdate:
 		// Only Complete and Resolve bring a response from outside the store.
@@ -597,5 +596,5 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	case core.WriteDelete:
 		s.remove(sh, pl)
 	}
-	return a, nil
+	return nil
 }

@@ -225,7 +225,7 @@ func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 		}
 		eff := call.Next()
 		a, err := idem.ApplyOver(ctx, s, &p, nil, req.Scope, eff.Event)
-		call.Applied(a, err)
+		call.Applied(&a, err)
 		if call.Next().Kind != idem.EffectRun {
 			t.Fatalf("first call did not get to run: %v", call.Next().Kind)
 		}

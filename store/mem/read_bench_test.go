@@ -14,12 +14,12 @@ func BenchmarkApplyReplay(b *testing.B) {
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
 	sc := scopeN(0)
-	lifecycle(b, m, &p, sc, response(1), false)
+	lifecycle(b, m, &p, sc, response(1), new(idem.Applied), false)
 	ev := core.Event{Kind: core.EventReserve, Fingerprint: fp}
+	var a idem.Applied
 	b.ReportAllocs()
 	for b.Loop() {
-		a, _ := m.Apply(ctx, sc, ev, &p)
-		if a.Result.Decision.Kind != core.DecisionReplay {
+		if err := m.Apply(ctx, sc, ev, &p, &a); err != nil || a.Result.Decision.Kind != core.DecisionReplay {
 			b.Fatal()
 		}
 	}
@@ -30,7 +30,7 @@ func BenchmarkLoad(b *testing.B) {
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
 	sc := scopeN(0)
-	lifecycle(b, m, &p, sc, response(1), false)
+	lifecycle(b, m, &p, sc, response(1), new(idem.Applied), false)
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Load(ctx, sc)
