@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -505,4 +506,59 @@ func TestMemMetricsCountsByLabel(t *testing.T) {
 	}
 	var nop idem.NopMetrics
 	nop.Add(idem.CounterStoreError, a, 1) // does nothing, and must not panic
+}
+
+// afterApplyFails is an Applier whose Apply applies, then reports a failure:
+// an ambiguous commit on the fast path.
+type afterApplyFails struct{ *memstore.Store }
+
+func (s afterApplyFails) Apply(ctx context.Context, scope idem.Scope, ev core.Event, p *idem.Policy, out *idem.Applied) error {
+	if err := s.Store.Apply(ctx, scope, ev, p, out); err != nil {
+		return err
+	}
+	return errDown
+}
+
+// TestApplyIntoLeavesNothingOnError: whether the store fails a load, a
+// write, or after a write applied (an ambiguous commit), on the
+// load-step-write path or an Applier's, and when the core refuses the event,
+// ApplyInto leaves the zero Applied behind: nothing of an earlier event, nor
+// a write that may not have happened, passes for the outcome.
+func TestApplyIntoLeavesNothingOnError(t *testing.T) {
+	for _, mode := range []string{"load", "write", "after write", "after apply", "core refuses", "core refuses, applier"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, nil)
+			var s idem.Store = f.store
+			switch mode {
+			case "after apply":
+				s = afterApplyFails{f.mem}
+			case "core refuses, applier":
+				s = f.mem
+			}
+			ctx := context.Background()
+			p := f.ex.Policy()
+			var out idem.Applied
+			if err := idem.ApplyInto(ctx, f.mem, &p, nil, request(key1, other).Scope, core.Event{Kind: core.EventReserve, Fingerprint: other}, &out); err != nil {
+				t.Fatal(err) // an earlier event's outcome, left in out
+			}
+			ev := core.Event{Kind: core.EventReserve, Fingerprint: payload}
+			switch mode {
+			case "load":
+				f.store.failLoad.Store(true)
+			case "write":
+				f.store.failWrite.Store(true)
+			case "after write":
+				f.store.failAfterWrite.Store(true)
+			case "core refuses", "core refuses, applier":
+				ev.Fingerprint = idem.Fingerprint{} // no fingerprint: bad input
+			}
+			err := idem.ApplyInto(ctx, s, &p, nil, request("550e8400-e29b-41d4-a716-446655440001", payload).Scope, ev, &out)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !reflect.ValueOf(out).IsZero() {
+				t.Fatalf("after %v, out holds %s, decision %v", err, out.Record.Describe(), out.Result.Decision.Kind)
+			}
+		})
+	}
 }

@@ -201,7 +201,9 @@ func ApplyInto(ctx context.Context, s Store, p *Policy, m Metrics, scope Scope, 
 		op.Do(ctx, s)
 	}
 	var err error
-	*out, err = op.Result()
+	if *out, err = op.Result(); err != nil {
+		*out = Applied{} // Op.Result's ambiguous write is not this call's outcome
+	}
 	return err
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -119,6 +120,7 @@ type clock struct {
 	far    queue
 	lanes  []lane
 	count  int     // events scheduled and not yet taken
+	last   item    // the event taken last
 	events []event // the scheduled events, by item.ev
 	free   []int32 // unused indexes of events
 }
@@ -187,13 +189,20 @@ func (c *clock) scheduleAt(at int64, seq uint64, e event) {
 		return
 	}
 	for k := range c.lanes {
-		if l := &c.lanes[k]; l.delay == d {
-			if l.head > 0 && l.head == len(l.items) {
-				l.items, l.head = l.items[:0], 0
-			}
-			l.items = append(l.items, it)
-			return
+		l := &c.lanes[k]
+		if l.delay != d {
+			continue
 		}
+		if l.head == len(l.items) {
+			l.items, l.head = l.items[:0], 0
+		} else if it.before(&l.items[len(l.items)-1]) {
+			// An event with a sequence number taken earlier (scheduleAt)
+			// would sort before the lane's tail: a lane stays sorted only
+			// if it never takes one.
+			break
+		}
+		l.items = append(l.items, it)
+		return
 	}
 	c.far.push(it)
 }
@@ -230,6 +239,12 @@ func (c *clock) next() event {
 			l.head = 0
 		}
 	}
+	// An assertion that stays on: events leave in (time, sequence) order,
+	// or a run would not be the pure function of its seed it claims to be.
+	if it.before(&c.last) {
+		panic(fmt.Sprintf("sim: event queue out of order: (%d, %d) after (%d, %d)", it.at, it.seq, c.last.at, c.last.seq))
+	}
+	c.last = it
 	c.count--
 	c.now = it.at
 	e := c.events[it.ev]

@@ -327,6 +327,11 @@ func (s *Store) shard(scope *core.Scope) (*shard, uint32) {
 	var h uint64
 	if s.deterministic {
 		h = mix(mix(mix(mix(0, scope.Key), scope.Principal), scope.UseCase), scope.Tenant)
+		// Finish as murmur3's fmix64 does: without it the low bits, which
+		// pick the shard, never see the high half of any 8-byte word.
+		h = (h ^ h>>33) * 0xff51afd7ed558ccd
+		h = (h ^ h>>33) * 0xc4ceb9fe1a85ec53
+		h ^= h >> 33
 	} else {
 		h = maphash.String(s.seed, scope.Key)
 		h = (h ^ maphash.String(s.seed, scope.Principal)) * 0x9e3779b97f4a7c15

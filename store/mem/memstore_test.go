@@ -540,3 +540,30 @@ func TestTokensAreUniqueAcrossScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysSpreadOverShards: keys that differ only in a few bytes still use
+// every shard, with either hash. A token carries its shard's number in its
+// low bits, which shows where each scope went.
+func TestKeysSpreadOverShards(t *testing.T) {
+	ctx := context.Background()
+	for _, deterministic := range []bool{false, true} {
+		m := memstore.New(memstore.Options{Shards: 64, Deterministic: deterministic})
+		perShard := map[core.Token]int{}
+		for i := range 10000 {
+			sc := idem.Scope{Principal: "p", UseCase: "u", Key: fmt.Sprintf("abcd%04d", i)}
+			snap, err := m.Load(ctx, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perShard[snap.FreshToken&63]++
+		}
+		for shard, n := range perShard {
+			if n > 2*10000/64 {
+				t.Errorf("deterministic=%t: shard %d holds %d of 10,000 keys", deterministic, shard, n)
+			}
+		}
+		if len(perShard) != 64 {
+			t.Errorf("deterministic=%t: %d of 64 shards used", deterministic, len(perShard))
+		}
+	}
+}
