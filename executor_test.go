@@ -44,6 +44,19 @@ func (f *flakyStore) write(apply func() error) error {
 	return err
 }
 
+// fail turns on the failure mode names: "load", "write" or "after write"
+// (any other name, none).
+func (f *flakyStore) fail(mode string) {
+	switch mode {
+	case "load":
+		f.failLoad.Store(true)
+	case "write":
+		f.failWrite.Store(true)
+	case "after write":
+		f.failAfterWrite.Store(true)
+	}
+}
+
 func (f *flakyStore) Insert(ctx context.Context, r *idem.Record) error {
 	return f.write(func() error { return f.Store.Insert(ctx, r) })
 }
@@ -165,14 +178,7 @@ func TestStoreDownFailsClosed(t *testing.T) {
 	for _, mode := range []string{"load", "write", "after write"} {
 		t.Run(mode, func(t *testing.T) {
 			f := newFixture(t, nil)
-			switch mode {
-			case "load":
-				f.store.failLoad.Store(true)
-			case "write":
-				f.store.failWrite.Store(true)
-			case "after write":
-				f.store.failAfterWrite.Store(true)
-			}
+			f.store.fail(mode)
 			_, err := f.ex.Do(context.Background(), request(key1, payload), f.act(created, nil))
 			var e *idem.Error
 			if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || !errors.Is(err, errDown) {
@@ -542,14 +548,8 @@ func TestApplyIntoLeavesNothingOnError(t *testing.T) {
 				t.Fatal(err) // an earlier event's outcome, left in out
 			}
 			ev := core.Event{Kind: core.EventReserve, Fingerprint: payload}
-			switch mode {
-			case "load":
-				f.store.failLoad.Store(true)
-			case "write":
-				f.store.failWrite.Store(true)
-			case "after write":
-				f.store.failAfterWrite.Store(true)
-			case "core refuses", "core refuses, applier":
+			f.store.fail(mode)
+			if strings.HasPrefix(mode, "core refuses") {
 				ev.Fingerprint = idem.Fingerprint{} // no fingerprint: bad input
 			}
 			err := idem.ApplyInto(ctx, s, &p, nil, request("550e8400-e29b-41d4-a716-446655440001", payload).Scope, ev, &out)
