@@ -18,11 +18,13 @@ sim-long:
 	$(GO) build -o bin/simrun ./cmd/simrun
 	time ./bin/simrun -seeds 10000 -requests 1000
 
-## test: vet, then every test with the race detector (under 5 minutes here);
+## test: vet, then every test with the race detector (under 5 minutes here),
+## then the allocation tests, which only mean something without it;
 ## the fingerprint comparison module checks our bytes against gowebpki/jcs
 test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
+	$(GO) test -count=1 -run 'Allocs$$' ./fingerprint/ # allocation counts: built without -race only
 	cd fingerprint/internal/jcsbench && $(GO) vet ./... && $(GO) test ./...
 
 ## bench: every benchmark, with allocations, BENCHCOUNT times (compare with benchstat)

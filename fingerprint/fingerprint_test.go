@@ -332,28 +332,6 @@ func TestParsePointer(t *testing.T) {
 	}
 }
 
-// A compiled Spec does not allocate per call.
-func TestOfAllocs(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("allocation counts are checked in the full run without -race")
-	}
-	body := mustRead(t, "testdata/jcs/input/structures.json")
-	for _, sp := range []*Spec{
-		mustSpec(t, "u", 1),
-		mustSpec(t, "u", 1, Exclude("/111/0/e")),
-		mustSpec(t, "u", 1, Include("/1/f", "/a", "/none"), Exclude("/1/f/F")),
-	} {
-		var err error
-		allocs := testing.AllocsPerRun(100, func() { _, err = sp.Of(body) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if allocs != 0 {
-			t.Errorf("Spec.Of allocates %.1f times per call, want 0", allocs)
-		}
-	}
-}
-
 // A Spec is shared by concurrent requests; pooled scratch must not leak
 // between them (run with -race).
 func TestConcurrentOf(t *testing.T) {

@@ -1,5 +1,0 @@
-//go:build !race
-
-package fingerprint
-
-const raceEnabled = false
