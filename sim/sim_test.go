@@ -2,10 +2,12 @@ package sim
 
 import (
 	"fmt"
-	"github.com/idemkit/idem"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
 )
 
 // baselineSeeds is how many seeds of the default settings each baseline
@@ -130,7 +132,9 @@ func TestDeterministic(t *testing.T) {
 // TestSubSeeds: changing one component's parameters leaves the others'
 // random choices alone (here: the arrival times of the requests).
 func TestSubSeeds(t *testing.T) {
-	starts := func(mutate func(*Config)) []int64 {
+	// What the clients drew: when each request started, and the keys they
+	// drew as requests arrived, between the gateway's draws.
+	clients := func(mutate func(*Config)) ([]int64, []core.Scope) {
 		cfg := DefaultConfig()
 		cfg.Faults = 0
 		mutate(&cfg)
@@ -141,14 +145,14 @@ func TestSubSeeds(t *testing.T) {
 				s = append(s, e.At)
 			}
 		}
-		return s
+		return s, r.Scopes
 	}
-	base := starts(func(*Config) {})
-	slower := starts(func(c *Config) {
+	starts, keys := clients(func(*Config) {})
+	slowerStarts, slowerKeys := clients(func(c *Config) {
 		c.GatewayLatencyMin, c.GatewayLatencyMax = 3*c.GatewayLatencyMin, 3*c.GatewayLatencyMax
 	})
-	if !reflect.DeepEqual(base, slower) {
-		t.Fatal("the gateway's latency changed when clients send")
+	if !reflect.DeepEqual(starts, slowerStarts) || !reflect.DeepEqual(keys, slowerKeys) {
+		t.Fatal("the gateway's latency changed what the clients drew")
 	}
 }
 
