@@ -55,6 +55,7 @@ const (
 	evRefused              // the client hears the server is down
 	evTimeout              // the client stops waiting for it
 	evRetry                // (request) time to send again
+	evArrival              // (client) time to start its next request
 )
 
 func (att *attempt) handle(kind uint8) {
@@ -68,6 +69,12 @@ func (att *attempt) handle(kind uint8) {
 		att.req.c.refused(att)
 	case evTimeout:
 		att.req.c.timeout(att)
+	}
+}
+
+func (c *client) handle(kind uint8) {
+	if kind == evArrival {
+		c.newRequest()
 	}
 }
 

@@ -87,19 +87,17 @@ func TestClockOrdersNearAndFar(t *testing.T) {
 	}
 }
 
-// TestLaneKeepsOrderWithEarlierSequence: an event scheduled late with a
-// sequence number taken early (an arrival, through scheduleAt) at exactly a
-// lane's delay from now must still run before a lane event of the same
-// instant scheduled after it took its number. (Found in review: two arrivals
-// tie at T, the first one's client timeout goes into the lane for T+D, then
-// the second schedules the arrival at T+D, whose number is smaller.)
-func TestLaneKeepsOrderWithEarlierSequence(t *testing.T) {
+// TestScheduledUpFrontKeepsOrder: events scheduled all at once at the start
+// (the arrivals) keep their places among events scheduled later at the same
+// instants. (Found in review, when arrivals entered the queue one at a time
+// with early sequence numbers: two arrivals tie at T, the first one's client
+// timeout goes into the lane for T+D, and the arrival at T+D, whose number is
+// smaller, must still run first.)
+func TestScheduledUpFrontKeepsOrder(t *testing.T) {
 	const d = int64(time.Second)
 	const at = int64(5 * time.Millisecond)
 	var c clock
 	c.fixedDelays(d)
-	seq := func() uint64 { c.seq++; return c.seq }
-	s1, s2, s3 := seq(), seq(), seq()
 	var got []string
 	record := func(name string, then func()) func() {
 		return func() {
@@ -109,13 +107,11 @@ func TestLaneKeepsOrderWithEarlierSequence(t *testing.T) {
 			}
 		}
 	}
-	arrival3 := record("arrival 3", nil)
-	arrival2 := record("arrival 2", func() { c.scheduleAt(at+d, s3, event{fn: arrival3}) })
-	arrival1 := record("arrival 1", func() {
-		c.scheduleAt(at, s2, event{fn: arrival2})
-		c.schedule(d, event{fn: record("timeout of 1", nil)})
+	c.scheduleAll([]int64{at + d, at, at}, []event{
+		{fn: record("arrival 3", nil)},
+		{fn: record("arrival 1", func() { c.schedule(d, event{fn: record("timeout of 1", nil)}) })},
+		{fn: record("arrival 2", nil)},
 	})
-	c.scheduleAt(at, s1, event{fn: arrival1})
 	for c.pending() > 0 {
 		e := c.next()
 		e.fire()

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -36,8 +35,6 @@ type world struct {
 	scopes   []core.Scope
 	scopeIdx map[core.Scope]int32
 	gateway  gateway
-	arrivals []arrival   // the requests' starts, in order
-	arrived  int         // how many of them started
 	waiters  [][]*waiter // by scope: the servers waiting for its record to change
 	cur      opMeta      // who is behind the store call in progress
 
@@ -143,44 +140,16 @@ func (w *world) start() {
 		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i), buggy: buggy})
 	}
 	// Requests go round the clients and start at random times in the
-	// arrival window. They take their sequence numbers now, but only the
-	// next one waits in the queue: the others would make it deeper all run.
-	w.arrivals = make([]arrival, w.cfg.Requests)
-	for i := range w.arrivals {
-		w.seq++
-		w.arrivals[i] = arrival{at: w.rng.clients.Int64N(int64(w.cfg.Arrival)), seq: w.seq, c: w.clients[i%len(w.clients)]}
+	// arrival window.
+	ats, arrivals := make([]int64, w.cfg.Requests), make([]event, w.cfg.Requests)
+	for i := range arrivals {
+		ats[i] = w.rng.clients.Int64N(int64(w.cfg.Arrival))
+		arrivals[i] = event{h: w.clients[i%len(w.clients)], kind: evArrival}
 	}
-	slices.SortFunc(w.arrivals, func(a, b arrival) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq)) })
-	w.arrive(0)
+	w.scheduleAll(ats, arrivals)
 	w.after(int64(w.cfg.Arrival), w.heal)
 	w.after(int64(w.cfg.ReconcileEvery), w.reconcileTick)
 	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
-}
-
-// arrival is when a request starts, and the client that sends it.
-type arrival struct {
-	at  int64
-	seq uint64
-	c   *client
-}
-
-// arrivalsHandler fires the arrivals one after the other.
-type arrivalsHandler world
-
-// arrive puts arrival i in the queue.
-func (w *world) arrive(i int) {
-	if i < len(w.arrivals) {
-		a := &w.arrivals[i]
-		w.scheduleAt(a.at, a.seq, event{h: (*arrivalsHandler)(w), kind: 0})
-	}
-}
-
-func (h *arrivalsHandler) handle(uint8) {
-	w := (*world)(h)
-	a := w.arrivals[w.arrived]
-	w.arrived++
-	w.arrive(w.arrived)
-	a.c.newRequest()
 }
 
 // deadline is when the run gives up waiting for convergence: past it,

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -165,46 +166,49 @@ func (c *clock) afterOnH(s *server, epoch int, d int64, h handler, kind uint8) {
 
 func (c *clock) schedule(d int64, e event) {
 	c.seq++
-	c.scheduleAt(c.now+max(d, 0), c.seq, e)
-}
-
-// scheduleAt schedules e at the instant at with the sequence number seq,
-// taken earlier from c.seq: an event scheduled late keeps its place among
-// events at the same instant.
-func (c *clock) scheduleAt(at int64, seq uint64, e event) {
-	var i int32
-	if n := len(c.free); n > 0 {
-		i = c.free[n-1]
-		c.free = c.free[:n-1]
-		c.events[i] = e
-	} else {
-		i = int32(len(c.events))
-		c.events = append(c.events, e)
-	}
 	c.count++
-	it := item{at: at, seq: seq, ev: i}
-	d := at - c.now
+	it := item{at: c.now + max(d, 0), seq: c.seq, ev: c.store(e)}
 	if d <= nearNanos {
 		c.near.push(it)
 		return
 	}
 	for k := range c.lanes {
-		l := &c.lanes[k]
-		if l.delay != d {
-			continue
+		if l := &c.lanes[k]; l.delay == d {
+			if l.head == len(l.items) {
+				l.items, l.head = l.items[:0], 0
+			}
+			l.items = append(l.items, it)
+			return
 		}
-		if l.head == len(l.items) {
-			l.items, l.head = l.items[:0], 0
-		} else if it.before(&l.items[len(l.items)-1]) {
-			// An event with a sequence number taken earlier (scheduleAt)
-			// would sort before the lane's tail: a lane stays sorted only
-			// if it never takes one.
-			break
-		}
-		l.items = append(l.items, it)
-		return
 	}
 	c.far.push(it)
+}
+
+// scheduleAll schedules events[i] at ats[i] (none before now), taking their
+// sequence numbers in that order, as one lane sorted up front: events known
+// from the start, such as the requests' arrivals, wait there rather than
+// make the heaps deeper all run.
+func (c *clock) scheduleAll(ats []int64, events []event) {
+	l := lane{delay: -1} // schedule never matches it
+	for i, e := range events {
+		c.seq++
+		c.count++
+		l.items = append(l.items, item{at: ats[i], seq: c.seq, ev: c.store(e)})
+	}
+	slices.SortFunc(l.items, func(a, b item) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq)) })
+	c.lanes = append(c.lanes, l)
+}
+
+// store puts e in the slab of scheduled events and returns its index.
+func (c *clock) store(e event) int32 {
+	if n := len(c.free); n > 0 {
+		i := c.free[n-1]
+		c.free = c.free[:n-1]
+		c.events[i] = e
+		return i
+	}
+	c.events = append(c.events, e)
+	return int32(len(c.events) - 1)
 }
 
 // next takes the earliest event off the queue and moves the time to it: the
