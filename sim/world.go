@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -50,9 +49,7 @@ type item struct {
 // on container/heap to avoid boxing every event.
 type queue []item
 
-func (q queue) less(i, j int) bool {
-	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].seq < q[j].seq)
-}
+func (q queue) less(i, j int) bool { return q[i].before(&q[j]) }
 
 func (q *queue) push(e item) {
 	*q = append(*q, e)
@@ -94,7 +91,7 @@ func (q *queue) pop() item {
 	}
 	for i > 0 {
 		p := (i - 1) / 4
-		if !(x.at < h[p].at || x.at == h[p].at && x.seq < h[p].seq) {
+		if !x.before(&h[p]) {
 			break
 		}
 		h[i] = h[p]
@@ -195,7 +192,15 @@ func (c *clock) scheduleAll(ats []int64, events []event) {
 		c.count++
 		l.items = append(l.items, item{at: ats[i], seq: c.seq, ev: c.store(e)})
 	}
-	slices.SortFunc(l.items, func(a, b item) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq)) })
+	slices.SortFunc(l.items, func(a, b item) int {
+		switch {
+		case a.before(&b):
+			return -1
+		case b.before(&a):
+			return 1
+		}
+		return 0
+	})
 	c.lanes = append(c.lanes, l)
 }
 
