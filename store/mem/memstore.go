@@ -202,6 +202,20 @@ func (sh *shard) lookup(scope *core.Scope, hash uint32) place {
 
 func (sh *shard) slot(n uint32) *slot { return &sh.chunks[n/slotsPerChunk][n%slotsPerChunk] }
 
+// holds reports whether sl is a record with version and token: the
+// precondition of every write. A nil sl holds nothing.
+func (sl *slot) holds(version uint64, token core.Token) bool {
+	return sl != nil && sl.rec.version == version && sl.rec.token == token
+}
+
+// update writes rec over sl's record (copying the response when
+// copyResponse is set) and wakes its waiters. Called with sh.mu held.
+func (sh *shard) update(sl *slot, rec *core.Record, copyResponse bool) {
+	sl.rec.set(rec, copyResponse)
+	sh.noteDue(&sl.rec)
+	sl.wake()
+}
+
 // wake releases everyone waiting on sl. Called with the shard's lock held.
 func (sl *slot) wake() {
 	if sl.changed != nil {
@@ -438,12 +452,10 @@ func (s *Store) CompareAndSet(ctx context.Context, rec *core.Record, expectVersi
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sl := sh.lookup(&rec.Scope, hash).slot
-	if sl == nil || sl.rec.version != expectVersion || sl.rec.token != expectToken {
+	if !sl.holds(expectVersion, expectToken) {
 		return fmt.Errorf("memstore: compare-and-set %s: %w", rec.Scope, idem.ErrConflict)
 	}
-	sl.rec.set(rec, true)
-	sh.noteDue(&sl.rec)
-	sl.wake()
+	sh.update(sl, rec, true)
 	return nil
 }
 
@@ -456,7 +468,7 @@ func (s *Store) Delete(ctx context.Context, scope core.Scope, expectVersion uint
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	pl := sh.lookup(&scope, hash)
-	if sl := pl.slot; sl == nil || sl.rec.version != expectVersion || sl.rec.token != expectToken {
+	if !pl.slot.holds(expectVersion, expectToken) {
 		return fmt.Errorf("memstore: delete %s: %w", scope, idem.ErrConflict)
 	}
 	s.remove(sh, pl)
@@ -476,7 +488,7 @@ func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, toke
 	sh, hash := s.shard(&scope)
 	sh.mu.Lock()
 	sl := sh.lookup(&scope, hash).slot
-	if sl == nil || sl.rec.version != version || sl.rec.token != token {
+	if !sl.holds(version, token) {
 		sh.mu.Unlock()
 		return nil
 	}
@@ -522,8 +534,8 @@ func (s *Store) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.R
 		}
 		next := int64(math.MaxInt64)
 		for _, chunk := range sh.chunks {
-			for i := range chunk {
-				sl := &chunk[i]
+			for j := range chunk {
+				sl := &chunk[j]
 				at, ok := sl.rec.dueAt(kind)
 				if !ok {
 					continue
@@ -594,10 +606,9 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 			return err
 		}
 	case core.WriteUpdate:
-		// Only Complete and Resolve bring a response from outside the store.
-		pl.slot.rec.set(&a.Record, ev.Kind == core.EventComplete || ev.Kind == core.EventResolve)
-		sh.noteDue(&pl.slot.rec)
-		pl.slot.wake()
+		// A response that came with the event is the caller's: keep a copy.
+		// Any other is the store's own, read back into the record.
+		sh.update(pl.slot, &a.Record, ev.Response.Body != nil || ev.Response.Headers != nil)
 	case core.WriteDelete:
 		s.remove(sh, pl)
 	}

@@ -33,6 +33,8 @@ func BenchmarkLoad(b *testing.B) {
 	lifecycle(b, m, &p, sc, response(1), new(idem.Applied), false)
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Load(ctx, sc)
+		if snap, err := m.Load(ctx, sc); err != nil || snap.Record.Status != core.StatusCompleted {
+			b.Fatal(snap.Record.Status, err)
+		}
 	}
 }
