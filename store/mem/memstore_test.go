@@ -13,12 +13,9 @@ import (
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
+	"github.com/idemkit/idem/linearizability"
 	memstore "github.com/idemkit/idem/store/mem"
 )
-
-// casOnly hides the Applier fast path, so that the executor goes through
-// Load and compare-and-set like it would over any driver.
-type casOnly struct{ idem.Store }
 
 func scopeN(i int) idem.Scope {
 	return idem.Scope{Tenant: "t", Principal: "p", UseCase: "payments.create", Key: fmt.Sprintf("key-%04d-0123456789abcdef", i)}
@@ -33,7 +30,7 @@ func response(i int) idem.Response {
 // stores runs f over the memory store with and without its fast path.
 func stores(t *testing.T, o memstore.Options, f func(t *testing.T, s idem.Store, m *memstore.Store)) {
 	t.Run("apply", func(t *testing.T) { m := memstore.New(o); f(t, m, m) })
-	t.Run("compare-and-set", func(t *testing.T) { m := memstore.New(o); f(t, casOnly{m}, m) })
+	t.Run("compare-and-set", func(t *testing.T) { m := memstore.New(o); f(t, linearizability.HideApplier(m), m) })
 }
 
 func TestRacingRequestsExecuteOnce(t *testing.T) {
