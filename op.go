@@ -133,7 +133,7 @@ func (o *Op) loaded(snap *Snapshot) {
 	o.applied.Record.Scope = o.scope
 	res, err := core.Step(&o.applied.Record, &ev, o.policy)
 	if err != nil {
-		if driverBug(err) {
+		if DriverBug(err) {
 			o.finish(&StoreError{Call: "load", Err: err})
 		} else {
 			o.step, o.err = OpDone, err
@@ -207,26 +207,13 @@ func ApplyInto(ctx context.Context, s Store, p *Policy, m Metrics, scope Scope, 
 	return err
 }
 
-// driverBug reports whether the core refused what the store handed it: a
-// record it could not have produced, or a token that is not fresh. Those are
-// store failures, not bad input of the caller.
-func driverBug(err error) bool {
+// DriverBug reports whether err is the core refusing what the store handed
+// it: a record it could not have produced, or a token that is not fresh.
+// Those are failures of the store (a broken driver), not bad input of the
+// caller.
+func DriverBug(err error) bool {
 	return errors.Is(err, core.ErrInvalidRecord) || errors.Is(err, core.ErrTokenNotFresh)
 }
 
 // isCoreError reports whether err is the core refusing the caller's input.
-func isCoreError(err error) bool {
-	if driverBug(err) {
-		return false
-	}
-	for _, e := range []error{
-		core.ErrInvalidScope, core.ErrInvalidKey, core.ErrFingerprintLength, core.ErrFingerprintMissing,
-		core.ErrTimeMissing, core.ErrTokenMissing, core.ErrResponseInvalid, core.ErrResponseTooLarge,
-		core.ErrUnknownEvent, core.ErrUnknownOutcome, core.ErrInvalidPolicy,
-	} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
+func isCoreError(err error) bool { return core.Refused(err) && !DriverBug(err) }

@@ -43,3 +43,22 @@ var (
 	// ErrInvalidPolicy: a policy value is out of range.
 	ErrInvalidPolicy = errors.New("idem/core: invalid policy")
 )
+
+// refusals are every error above: the list Refused reads, kept beside the
+// definitions so that a new error joins it.
+var refusals = []error{
+	ErrInvalidScope, ErrInvalidKey, ErrFingerprintLength, ErrFingerprintMissing, ErrTimeMissing,
+	ErrTokenMissing, ErrTokenNotFresh, ErrResponseInvalid, ErrResponseTooLarge, ErrUnknownEvent,
+	ErrUnknownOutcome, ErrInvalidRecord, ErrInvalidPolicy,
+}
+
+// Refused reports whether err is (or wraps) one of the core's errors: Step
+// refused its input, and nothing changed.
+func Refused(err error) bool {
+	for _, e := range refusals {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -3,6 +3,11 @@ package core
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +196,43 @@ func TestResponseCloneIsDeep(t *testing.T) {
 	}
 	if (Response{}).Clone().Body != nil {
 		t.Fatal("the clone of an empty body is not empty")
+	}
+}
+
+// TestRefusedKnowsEveryError: Refused recognises every error the core
+// declares, wrapped or not, and nothing else. The declared errors are read
+// from errors.go, so that a new one left out of refusals fails here.
+func TestRefusedKnowsEveryError(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, listed := map[string]bool{}, map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ValueSpec:
+			for _, name := range n.Names {
+				if strings.HasPrefix(name.Name, "Err") {
+					declared[name.Name] = true
+				}
+				if name.Name == "refusals" {
+					for _, e := range n.Values[0].(*ast.CompositeLit).Elts {
+						listed[e.(*ast.Ident).Name] = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	if len(declared) == 0 || !maps.Equal(declared, listed) {
+		t.Fatalf("errors.go declares %v, refusals lists %v", slices.Sorted(maps.Keys(declared)), slices.Sorted(maps.Keys(listed)))
+	}
+	for _, e := range refusals {
+		if !Refused(e) || !Refused(fmt.Errorf("context: %w", e)) {
+			t.Errorf("Refused(%v) = false", e)
+		}
+	}
+	if Refused(nil) || Refused(errors.New("idem/core: look-alike")) {
+		t.Error("Refused accepts an error the core does not declare")
 	}
 }

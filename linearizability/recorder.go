@@ -174,7 +174,7 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 				}
 			}
 			op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
-		case isCoreError(err):
+		case core.Refused(err): // bad input, or a record or token the driver should not have handed it: nothing was written
 			op.Outcome = OutcomeFailed // the core refused: nothing was written
 		default:
 			op.Outcome = OutcomeUnknown
@@ -248,27 +248,3 @@ func (o *observer) Delete(ctx context.Context, scope core.Scope, v uint64, t cor
 	return err
 }
 
-// coreErrors are the core's refusals of bad input, and of a record or token
-// a driver should never have handed it. Either way nothing was written.
-var coreErrors = []error{
-	core.ErrInvalidScope, core.ErrInvalidKey, core.ErrFingerprintLength, core.ErrFingerprintMissing,
-	core.ErrTimeMissing, core.ErrTokenMissing, core.ErrTokenNotFresh, core.ErrResponseInvalid,
-	core.ErrResponseTooLarge, core.ErrUnknownEvent, core.ErrUnknownOutcome, core.ErrInvalidRecord,
-	core.ErrInvalidPolicy,
-}
-
-func isCoreError(err error) bool {
-	for _, e := range coreErrors {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// DriverBug reports whether err says that the store handed the core a
-// record it could not have produced or a token that is not fresh: a broken
-// driver, never bad input.
-func DriverBug(err error) bool {
-	return errors.Is(err, core.ErrInvalidRecord) || errors.Is(err, core.ErrTokenNotFresh)
-}

@@ -471,7 +471,7 @@ func stressLifecycle(ctx context.Context, s idem.Store, h *historySpec) (*histor
 				if a.Result.Decision.Kind == core.DecisionExecute {
 					tokens.add(sc, a.Result.Decision.Token)
 				}
-			case DriverBug(err):
+			case idem.DriverBug(err):
 				mu.Lock()
 				problems = append(problems, fmt.Sprintf("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, sc, err))
 				mu.Unlock()
@@ -682,7 +682,7 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 				mu.Unlock()
 			case err == nil:
 				answers.add(res.Kind.String())
-			case DriverBug(err):
+			case idem.DriverBug(err):
 				problem("Do on %s: the store handed the core a bad record or token: %v", sc, err)
 			case errors.Is(err, context.DeadlineExceeded):
 				answers.add("deadline") // the caller gave up while waiting
@@ -729,7 +729,7 @@ func dueAndApply(ctx context.Context, c idem.Store, p *core.Policy, h *historySp
 		if !ok {
 			continue
 		}
-		if _, err := idem.ApplyOver(ctx, c, p, nil, r.Scope, ev); DriverBug(err) {
+		if _, err := idem.ApplyOver(ctx, c, p, nil, r.Scope, ev); idem.DriverBug(err) {
 			problem("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, r.Scope, err)
 		}
 	}
