@@ -247,4 +247,3 @@ func (o *observer) Delete(ctx context.Context, scope core.Scope, v uint64, t cor
 	o.lastLoad, o.lastErr = false, err
 	return err
 }
-
