@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/idemkit/idem/core"
@@ -104,20 +105,18 @@ func forDue(ctx context.Context, s Store, p *Policy, m Metrics, kind DueKind, ba
 		return 0, &StoreError{Call: "due", Err: err}
 	}
 	n := 0
+	var a Applied // one for the whole batch
 	for i := range recs {
 		ev := eventFor(&recs[i])
-		a, err := ApplyOver(ctx, s, p, m, recs[i].Scope, ev)
-		if err != nil {
+		if err := ApplyInto(ctx, s, p, m, recs[i].Scope, ev, &a); err != nil {
 			var se *StoreError
 			if errors.As(err, &se) {
 				return n, err
 			}
 			return n, fmt.Errorf("idem: %v of %s: %w", ev.Kind, recs[i].Scope, err)
 		}
-		for _, k := range counted {
-			if a.Result.Decision.Kind == k {
-				n++
-			}
+		if slices.Contains(counted, a.Result.Decision.Kind) {
+			n++
 		}
 	}
 	return n, nil

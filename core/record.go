@@ -99,15 +99,12 @@ func (r *Response) validate(bytesMax int) error {
 	if r.StatusCode < 100 || r.StatusCode > 599 {
 		return fmt.Errorf("%w: status code %d, want 100..599", ErrResponseInvalid, r.StatusCode)
 	}
-	n := len(r.Body)
 	for i := range r.Headers {
-		h := &r.Headers[i]
-		if h.Name == "" {
+		if r.Headers[i].Name == "" {
 			return fmt.Errorf("%w: header %d has an empty name", ErrResponseInvalid, i)
 		}
-		n += len(h.Name) + len(h.Value)
 	}
-	if n > bytesMax {
+	if n := r.Bytes(); n > bytesMax {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, bytesMax)
 	}
 	return nil
