@@ -79,5 +79,5 @@ func quoteByte(c byte) string {
 	if c >= 0x20 && c < 0x7f {
 		return strconv.QuoteRune(rune(c))
 	}
-	return "byte 0x" + strconv.FormatUint(uint64(c)|0x100, 16)[1:]
+	return "byte 0x" + hex2(c)
 }

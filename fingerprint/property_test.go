@@ -457,14 +457,6 @@ func memberPaths(all [][]step) [][]step {
 	return out
 }
 
-var loose = func() *Spec {
-	sp, err := NewSpec("prop", 1, AllowImpreciseNumbers())
-	if err != nil {
-		panic(err)
-	}
-	return sp
-}()
-
 // A change to a selected value changes the fingerprint; the fingerprint
 // stays only when the selected parts are the same JSON value. With an
 // excluded member, changing, removing or adding it never changes it.
