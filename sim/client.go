@@ -33,9 +33,7 @@ type request struct {
 	attempts  int
 	done      bool
 	doneAt    int64
-	final     answer
-	misuse    bool // it reuses another request's key
-	backoffOn int  // consecutive failures, for the backoff
+	backoffOn int // consecutive failures, for the backoff
 }
 
 // attempt is one send of a request (duplicates share it).
@@ -91,7 +89,6 @@ func (c *client) newRequest() {
 	req.amount = 100 + w.rng.clients.Int64N(100000)
 	if c.buggy && len(c.keys) > 0 && w.fault(FaultKeyMisuse, w.rng.clients) {
 		req.key = c.keys[w.rng.clients.IntN(len(c.keys))]
-		req.misuse = true
 	} else {
 		req.key = core.Scope{Tenant: "acme", Principal: c.principal, UseCase: "payments.create", Key: uuid(w.rng.clients.Uint64(), w.rng.clients.Uint64())}
 		c.keys = append(c.keys, req.key)
@@ -203,7 +200,7 @@ func (c *client) receive(att *attempt, a answer) {
 		return
 	}
 	if a.definitive {
-		req.done, req.doneAt, req.final = true, w.now, a
+		req.done, req.doneAt = true, w.now
 		w.report.Done++
 		w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatDone, Arg: int64(a.status)})
 		return

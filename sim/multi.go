@@ -9,9 +9,9 @@ import (
 // RunSeeds runs n consecutive seeds from cfg.Seed on workers goroutines (the
 // number of CPUs if workers < 1) and returns the reports in seed order.
 // progress, if not nil, is called after each seed with the number done.
-// keep says whether a report keeps its trace (by default none does: a trace
-// is megabytes, and a seed run again gives the same one).
-func RunSeeds(cfg Config, n, workers int, keep func(*Report) bool, progress func(done int)) ([]*Report, error) {
+// No report keeps its trace: a trace is megabytes, and a seed run again
+// gives the same one.
+func RunSeeds(cfg Config, n, workers int, progress func(done int)) ([]*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -33,9 +33,7 @@ func RunSeeds(cfg Config, n, workers int, keep func(*Report) bool, progress func
 				c := cfg
 				c.Seed = cfg.Seed + uint64(i)
 				r := run(c, false)
-				if keep == nil || !keep(r) {
-					r.Events, r.Scopes = nil, nil
-				}
+				r.Events, r.Scopes = nil, nil
 				reports[i] = r
 				if progress != nil {
 					progress(int(done.Add(1)))

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idem"
 )
 
 // Command is the simrun command line that reproduces cfg exactly.
@@ -94,7 +96,7 @@ func Summarize(reports []*Report) Summary {
 		}
 	}
 	for _, c := range s.Counters {
-		if c.Name == "api.idempotency.reconcile.resolved.count" {
+		if c.Name == idem.CounterReconcileResolved.Name() {
 			s.Reconciled = c.Value
 		}
 	}

@@ -162,7 +162,6 @@ func (c *serverCall) apply(ev core.Event) {
 type opRun struct {
 	op   idem.Op
 	meta opMeta
-	ev   core.EventKind
 }
 
 // Kinds of serverCall events.
@@ -196,7 +195,7 @@ func (c *serverCall) handle(kind uint8) {
 // runOp starts applying ev for c in r; done gets the outcome.
 func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event) {
 	r.op.Reset(&w.policy, w.metrics, w.scopes[meta.scope], ev)
-	r.meta, r.ev = meta, ev.Kind
+	r.meta = meta
 	w.opCall(c, r, kind)
 }
 
@@ -218,9 +217,9 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	a, err := r.op.Result()
 	m := &r.meta
 	if err != nil {
-		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(r.ev)})
+		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
 	} else {
-		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(r.ev)})
+		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(m.event)})
 	}
 	if kind == evHbStep {
 		c.beaten(a, err)
@@ -289,7 +288,7 @@ func (c *serverCall) runAction(at idem.Attempt) {
 	c.attempt = at
 	w.check.gatewayCall(c.scope, at.Token)
 	w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: at.Token})
-	c.heartbeat(at.Token)
+	c.heartbeat()
 	if w.fault(FaultGatewayRefuse, w.rng.gateway) {
 		w.afterOnH(s, c.epoch, w.netLatency(), c, evActionRefused)
 		return
@@ -376,7 +375,7 @@ const (
 )
 
 // heartbeat extends the attempt's lease every third of it until the action ends.
-func (c *serverCall) heartbeat(token core.Token) {
+func (c *serverCall) heartbeat() {
 	c.s.w.afterOnH(c.s, c.epoch, int64(c.s.w.policy.LeaseDuration/3), c, evHbTick)
 }
 
@@ -405,7 +404,7 @@ func (c *serverCall) beaten(a idem.Applied, err error) {
 		c.hbStop = true
 		return
 	}
-	c.heartbeat(c.token)
+	c.heartbeat()
 }
 
 // answer is what a client hears back.

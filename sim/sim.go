@@ -16,12 +16,13 @@ import (
 // world is one run.
 type world struct {
 	clock
-	cfg     Config
-	rates   [faultCount]float64
-	rng     rngs
-	healed  bool
-	healAt  int64
-	stopped bool // a checker found a violation
+	cfg      Config
+	rates    [faultCount]float64
+	rng      rngs
+	healed   bool
+	healAt   int64
+	giveUpAt int64 // healAt plus convergeBound
+	stopped  bool  // a checker found a violation
 
 	policy  core.Policy
 	mem     *memstore.Store
@@ -167,7 +168,7 @@ func (w *world) loop() {
 		} else {
 			e.fire()
 		}
-		if w.healed && w.now > w.healAt+w.convergeBound() {
+		if w.healed && w.now > w.giveUpAt {
 			return
 		}
 	}
@@ -176,6 +177,7 @@ func (w *world) loop() {
 func (w *world) heal() {
 	w.healed = true
 	w.healAt = w.now
+	w.giveUpAt = w.now + w.convergeBound()
 	w.log(Event{Scope: -1, Actor: ActorWorld, What: WhatHeal})
 }
 

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -156,5 +155,3 @@ func (w *world) storeLatency() int64 {
 	}
 	return d
 }
-
-var _ = time.Second

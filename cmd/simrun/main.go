@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients per seed")
 	fs.IntVar(&cfg.Servers, "servers", cfg.Servers, "API servers per seed")
 	faults := fs.String("faults", "all", "faults to inject: all, none, or a comma list of "+strings.Join(faultNames(), ","))
-	policy := fs.String("policy", "correct", "server policy: correct, or a baseline that must be caught: naive, no-fingerprint, evict-unknown, lease-reexecute, no-fencing")
+	policy := fs.String("policy", "correct", "server policy: correct, or a baseline that must be caught: "+strings.Join(policyNames()[1:], ", "))
 	swarm := fs.String("swarm", "", "true: draw per seed which faults fire and how often; false: every fault at -fault-rate (default: true for -seeds > 1)")
 	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.DefaultFaultRate, "each fault's probability per chance, without swarm")
 	fs.BoolVar(&cfg.GatewayIdempotent, "gateway-idempotent", false, "the gateway dedupes charges by key itself (off: idem alone must prevent duplicates)")
@@ -90,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	prog := newProgress(stderr, *seeds)
-	reports, err := sim.RunSeeds(cfg, *seeds, *workers, nil, prog.update)
+	reports, err := sim.RunSeeds(cfg, *seeds, *workers, prog.update)
 	prog.end()
 	if err != nil {
 		return bad("%v", err)
@@ -115,6 +115,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+func policyNames() []string {
+	var names []string
+	for _, p := range sim.Policies() {
+		names = append(names, p.String())
+	}
+	return names
 }
 
 func faultNames() []string {
