@@ -178,15 +178,26 @@ type Call struct {
 }
 
 func newCall(p *Policy, m Metrics, req Request) (*Call, error) {
-	if err := req.Validate(p); err != nil {
+	c := new(Call)
+	if err := c.init(p, m, req); err != nil {
 		return nil, err
 	}
-	return &Call{
+	return c, nil
+}
+
+// init makes c a new Call for req: newCall's work, on memory the caller
+// owns (Do keeps its Call on its own stack).
+func (c *Call) init(p *Policy, m Metrics, req Request) error {
+	if err := req.Validate(p); err != nil {
+		return err
+	}
+	*c = Call{
 		policy:  p,
 		metrics: m,
 		req:     req,
 		event:   core.Event{Kind: core.EventReserve, Fingerprint: req.Fingerprint},
-	}, nil
+	}
+	return nil
 }
 
 // Next is what the host must do now. It does not change the Call.

@@ -90,8 +90,8 @@ func (e *Executor) Begin(req Request) (*Call, error) { return newCall(&e.policy,
 // ctx (bounded by the outcome timeout): a client that disconnects must not
 // turn a charge into an unknown, or worse, into a re-execution.
 func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, error) {
-	c, err := e.Begin(req)
-	if err != nil {
+	var c Call
+	if err := c.init(&e.policy, e.metrics, req); err != nil {
 		return Result{}, err
 	}
 	applyCtx := ctx
