@@ -36,6 +36,26 @@ func (s *prngSource) Fatalf(format string, args ...any) {
 	panic(s)
 }
 
+// firstFailure runs run over the worlds of seeds 0..499 of stream, until
+// one fails (a failed check or a panic), and returns that failure, or "".
+func firstFailure(stream uint64, run func(source)) string {
+	for seed := uint64(0); seed < 500; seed++ {
+		src := &prngSource{rng: rand.New(rand.NewPCG(seed, stream))}
+		func() {
+			defer func() {
+				if r := recover(); r != nil && src.failed == "" {
+					src.failed = fmt.Sprint("panic: ", r)
+				}
+			}()
+			run(src)
+		}()
+		if src.failed != "" {
+			return src.failed
+		}
+	}
+	return ""
+}
+
 func pick[V any](src source, name string, vs []V) V { return vs[src.intRange(name, 0, len(vs)-1)] }
 
 // world is a handful of scopes driven by random events, with a store-like
@@ -192,19 +212,7 @@ func TestInvariantCheckerCatchesPlantedBugs(t *testing.T) {
 		},
 	}
 	for name, step := range planted {
-		caught := ""
-		for seed := uint64(0); seed < 500 && caught == ""; seed++ {
-			src := &prngSource{rng: rand.New(rand.NewPCG(seed, 0))}
-			func() {
-				defer func() {
-					if r := recover(); r != nil && src.failed == "" {
-						src.failed = fmt.Sprint("panic: ", r)
-					}
-				}()
-				runWorld(src, step)
-			}()
-			caught = src.failed
-		}
+		caught := firstFailure(0, func(src source) { runWorld(src, step) })
 		if caught == "" {
 			t.Errorf("planted bug %q was not caught in 500 worlds", name)
 		} else {

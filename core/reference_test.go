@@ -1,8 +1,6 @@
 package core
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -227,19 +225,7 @@ func TestModelComparisonCatchesMutants(t *testing.T) {
 		},
 	}
 	for name, m := range mutants {
-		caught := ""
-		for seed := uint64(0); seed < 500 && caught == ""; seed++ {
-			src := &prngSource{rng: rand.New(rand.NewPCG(seed, 1))}
-			func() {
-				defer func() {
-					if r := recover(); r != nil && src.failed == "" {
-						src.failed = fmt.Sprint("panic: ", r)
-					}
-				}()
-				compareWithModel(src, m)
-			}()
-			caught = src.failed
-		}
+		caught := firstFailure(1, func(src source) { compareWithModel(src, m) })
 		if caught == "" {
 			t.Errorf("mutant %q agreed with the model in 500 worlds", name)
 		} else {
