@@ -597,7 +597,7 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	bgLoop := func(client int, kind idem.DueKind, eventFor func(*core.Record, *rand.Rand) (core.Event, bool)) {
+	bgLoop := func(client int, kind idem.DueKind, eventFor func(*core.Record, *rand.Rand) core.Event) {
 		defer bg.Done()
 		c := rec.Client(client)
 		rng := h.rng(client)
@@ -613,15 +613,15 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 	}
 	bg.Add(2)
 	G := h.cfg.goroutines
-	go bgLoop(G, idem.DueSweep, func(*core.Record, *rand.Rand) (core.Event, bool) {
-		return core.Event{Kind: core.EventSweep}, true
+	go bgLoop(G, idem.DueSweep, func(*core.Record, *rand.Rand) core.Event {
+		return core.Event{Kind: core.EventSweep}
 	})
-	go bgLoop(G+1, idem.DueReconcile, func(r *core.Record, rng *rand.Rand) (core.Event, bool) {
+	go bgLoop(G+1, idem.DueReconcile, func(r *core.Record, rng *rand.Rand) core.Event {
 		f := idem.Finding{Outcome: core.ResolveStillUnknown}
 		if rng.IntN(5) != 0 {
 			f = down.find(r.Scope, r.Token)
 		}
-		return idem.ResolveEvent(r, f), true
+		return idem.ResolveEvent(r, f)
 	})
 
 	goAll(G, func(g int, round func()) {
@@ -714,7 +714,7 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 // dueAndApply is one pass of a sweeper or reconciler over the history's own
 // scopes (the store may hold other records).
 func dueAndApply(ctx context.Context, c idem.Store, p *core.Policy, h *historySpec, kind idem.DueKind, rng *rand.Rand,
-	eventFor func(*core.Record, *rand.Rand) (core.Event, bool), problem func(string, ...any)) {
+	eventFor func(*core.Record, *rand.Rand) core.Event, problem func(string, ...any)) {
 	recs, err := c.Due(ctx, kind, 100)
 	if err != nil {
 		problem("Due(%v): %v", kind, err)
@@ -725,10 +725,7 @@ func dueAndApply(ctx context.Context, c idem.Store, p *core.Policy, h *historySp
 		if !h.visible[r.Scope] {
 			continue
 		}
-		ev, ok := eventFor(r, rng)
-		if !ok {
-			continue
-		}
+		ev := eventFor(r, rng)
 		if _, err := idem.ApplyOver(ctx, c, p, nil, r.Scope, ev); idem.DriverBug(err) {
 			problem("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, r.Scope, err)
 		}
