@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,6 +49,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "print a line for every seed, not only those with violations")
 	workers := fs.Int("workers", 0, "goroutines running seeds (default: one per CPU)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // asked for the flags, which Parse printed
+		}
 		return 2
 	}
 	bad := func(format string, a ...any) int {

@@ -57,6 +57,13 @@ func TestViolationExitsOneWithReproduction(t *testing.T) {
 	}
 }
 
+func TestHelpExitsZero(t *testing.T) {
+	code, out, errOut := simrun(t, "-h")
+	if code != 0 || out != "" || !strings.Contains(errOut, "-seeds") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
 func TestBadFlagsExitTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"-nope"},
