@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -37,4 +38,23 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(snap.Record.Status, err)
 		}
 	}
+}
+
+var clockSink time.Time
+
+// BenchmarkStoreClock is one read of a store clock: time.Now, and the wall
+// time at start carried forward by the monotonic clock, which is the memory
+// store's default (and the floor's).
+func BenchmarkStoreClock(b *testing.B) {
+	b.Run("time.Now", func(b *testing.B) {
+		for b.Loop() {
+			clockSink = time.Now()
+		}
+	})
+	b.Run("monotonic", func(b *testing.B) {
+		clock := newBenchCase().clock
+		for b.Loop() {
+			clockSink = clock()
+		}
+	})
 }
