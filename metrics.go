@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"github.com/idemkit/idem/core"
 )
@@ -85,9 +84,8 @@ func (NopMetrics) Add(Counter, Labels, uint64) {}
 // MemMetrics keeps counts in memory: for tests, the simulator and small
 // deployments that export them by hand.
 type MemMetrics struct {
-	totals [counterCount]atomic.Uint64
-	mu     sync.Mutex
-	byLbl  map[labelled]uint64
+	mu    sync.Mutex
+	byLbl map[labelled]uint64
 }
 
 type labelled struct {
@@ -100,7 +98,6 @@ func (m *MemMetrics) Add(c Counter, l Labels, n uint64) {
 	if c >= counterCount {
 		return
 	}
-	m.totals[c].Add(n)
 	m.mu.Lock()
 	if m.byLbl == nil {
 		m.byLbl = map[labelled]uint64{}
@@ -111,10 +108,15 @@ func (m *MemMetrics) Add(c Counter, l Labels, n uint64) {
 
 // Total is the sum of c over every label.
 func (m *MemMetrics) Total(c Counter) uint64 {
-	if c >= counterCount {
-		return 0
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n uint64
+	for k, v := range m.byLbl {
+		if k.c == c {
+			n += v
+		}
 	}
-	return m.totals[c].Load()
+	return n
 }
 
 // Count is c for exactly the labels l.
