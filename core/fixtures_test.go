@@ -60,9 +60,10 @@ func withStatus(r Record, s Status) Record {
 		r.CompletedAt = r.CreatedAt.Add(time.Second)
 		r.LockedUntil = time.Time{}
 	case StatusUnknown:
+		// As the core leaves it: the lease end stays, since the reconciler
+		// may not call the attempt not-executed before it.
 		r.LastErrorCode = CodeLeaseExpired
 		r.ReconcileAfter = r.LockedUntil
-		r.LockedUntil = time.Time{}
 	case StatusFailedRetryable:
 		r.LastErrorCode = CodeNotExecuted
 		r.LockedUntil = time.Time{}
