@@ -52,6 +52,8 @@ type seenAnswer struct {
 func (c *checker) init(w *world) {
 	c.w = w
 	c.granted = make(map[attemptID]bool, w.cfg.Requests)
+	c.firstCh = make([]*charge, w.cfg.Requests)
+	c.seen = make([]seenAnswer, w.cfg.Requests)
 }
 
 // fail records a violation and stops the run.
@@ -103,11 +105,11 @@ func (c *checker) charge(req *request, ch *charge) {
 		return
 	}
 	c.w.report.Charges++
-	if first := *grow(&c.firstCh, req.scope); first != nil {
+	if first := c.firstCh[req.scope]; first != nil {
 		c.fail(1, req.scope, "charge %d (payload %d) is a second real charge for this scope, after charge %d (payload %d)", ch.id, ch.payload, first.id, first.payload)
 		return
 	}
-	*grow(&c.firstCh, req.scope) = ch
+	c.firstCh[req.scope] = ch
 	snap, _ := c.w.mem.Load(context.Background(), req.key)
 	if snap.Record.Exists() && snap.Record.Fingerprint != req.fp && c.w.cfg.Policy != PolicyNoFingerprint {
 		c.fail(3, req.scope, "payload %d executed under a record of another fingerprint", req.payload)
@@ -123,7 +125,7 @@ func (c *checker) answer(req *request, a *answer) {
 		c.fail(3, req.scope, "the client of payload %d received the outcome of payload %d", req.payload, p)
 		return
 	}
-	if first := grow(&c.seen, req.scope); !first.ok {
+	if first := &c.seen[req.scope]; !first.ok {
 		*first = seenAnswer{a.response, true}
 	} else if !first.response.Equal(a.response) {
 		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.response.Describe(), a.response.Describe())
@@ -142,7 +144,7 @@ func (c *checker) final() {
 			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
 			return
 		case core.StatusCompleted:
-			if first := grow(&c.seen, scope); first.ok && !first.response.Equal(rec.Response) {
+			if first := &c.seen[scope]; first.ok && !first.response.Equal(rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}

@@ -40,6 +40,7 @@ type gatewayResult struct {
 
 func (g *gateway) init(requests int) {
 	g.ledger = make(map[attemptID]*charge, requests)
+	g.byKey = make([]*charge, requests)
 }
 
 // find is the reconciler's query: what did the attempt do?
@@ -52,7 +53,7 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 		return gatewayResult{}
 	}
 	if w.cfg.GatewayIdempotent {
-		if ch := *grow(&g.byKey, scope); ch != nil {
+		if ch := g.byKey[scope]; ch != nil {
 			g.ledger[attemptID{scope, token}] = ch
 			return gatewayResult{charge: ch}
 		}
@@ -66,7 +67,7 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
 	}
 	g.ledger[attemptID{scope, token}] = ch
-	*grow(&g.byKey, scope) = ch
+	g.byKey[scope] = ch
 	w.check.charge(req, ch)
 	return gatewayResult{charge: ch}
 }

@@ -274,8 +274,7 @@ func (c *serverCall) wait(eff idem.Effect) {
 			c.advance()
 		})
 	}
-	ws := grow(&w.waiters, c.scope)
-	*ws = append(*ws, wt)
+	w.waiters[c.scope] = append(w.waiters[c.scope], wt)
 	w.after(int64(eff.Wait), wt.wake)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -82,7 +81,10 @@ func newWorld(cfg Config, tracing bool) *world {
 		panic(err) // unreachable: the policy was validated
 	}
 	w.ex = ex
+	// Scopes are made only by new requests: at most cfg.Requests of them,
+	// so per-scope state is sized once.
 	w.scopeIdx = make(map[core.Scope]int32, cfg.Requests)
+	w.waiters = make([][]*waiter, cfg.Requests)
 	w.gateway.init(cfg.Requests)
 	w.check.init(w)
 	w.report.init(w)
@@ -111,15 +113,6 @@ func (w *world) log(e Event) {
 	}
 	e.At = w.now
 	w.events = append(w.events, e)
-}
-
-// grow returns the place of scope in s, a slice indexed by scope, which it
-// lengthens as new scopes appear.
-func grow[T any](s *[]T, scope int32) *T {
-	if n := int(scope) + 1; n > len(*s) {
-		*s = slices.Grow(*s, n-len(*s))[:n]
-	}
-	return &(*s)[scope]
 }
 
 func (w *world) scopeOf(s core.Scope) int32 {
@@ -251,9 +244,8 @@ func (w *world) applied(rec *core.Record, kind core.WriteKind, expectToken core.
 	if m.scope < 0 {
 		return
 	}
-	if ws := grow(&w.waiters, m.scope); len(*ws) > 0 {
-		woken := *ws
-		*ws = nil
+	if woken := w.waiters[m.scope]; len(woken) > 0 {
+		w.waiters[m.scope] = nil
 		for _, wt := range woken {
 			wt.wake()
 		}
