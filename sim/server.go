@@ -142,17 +142,20 @@ func (c *serverCall) advance() {
 	}
 }
 
-func (c *serverCall) apply(ev core.Event) {
+func (c *serverCall) apply(ev core.Event) { c.run(&c.main, evOpStep, ev) }
+
+// run starts applying ev in r, whose answers come as kind. Under the
+// no-fencing baseline an owner's event carries whichever token owns the
+// record now: the anti-pattern of writing the outcome without the check.
+func (c *serverCall) run(r *opRun, kind uint8, ev core.Event) {
 	w := c.s.w
 	if w.cfg.Policy == PolicyNoFencing && ev.Kind != core.EventReserve {
-		// The anti-pattern: write the outcome whoever owns the record now.
-		snap, _ := w.mem.Load(context.Background(), c.att.req.key)
-		if snap.Record.Token != 0 {
+		if snap, _ := w.mem.Load(context.Background(), c.att.req.key); snap.Record.Token != 0 {
 			ev.Token = snap.Record.Token
 		}
 	}
 	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: ev.Kind, attempt: c.token}
-	w.runOp(c, &c.main, evOpStep, meta, ev)
+	w.runOp(c, r, kind, meta, ev)
 }
 
 // opRun is one event being applied for a server call through an idem.Op,
@@ -379,21 +382,13 @@ func (c *serverCall) heartbeat() {
 }
 
 func (c *serverCall) beat() {
-	w := c.s.w
 	if c.hbStop {
 		return
-	}
-	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: core.EventHeartbeat, attempt: c.token}
-	ev := core.Event{Kind: core.EventHeartbeat, Token: c.token}
-	if w.cfg.Policy == PolicyNoFencing {
-		if snap, _ := w.mem.Load(context.Background(), c.att.req.key); snap.Record.Token != 0 {
-			ev.Token = snap.Record.Token
-		}
 	}
 	if c.hb == nil {
 		c.hb = new(opRun)
 	}
-	w.runOp(c, c.hb, evHbStep, meta, ev)
+	c.run(c.hb, evHbStep, core.Event{Kind: core.EventHeartbeat, Token: c.token})
 }
 
 // beaten hears how a heartbeat went: the next one is due unless the lease
