@@ -100,12 +100,18 @@ func Summarize(reports []*Report) Summary {
 			s.Reconciled = c.Value
 		}
 	}
-	if len(times) > 0 {
-		slices.Sort(times)
-		s.ConvergeMax = time.Duration(times[len(times)-1])
-		s.ConvergeP99 = time.Duration(times[len(times)*99/100])
-	}
+	s.ConvergeMax, s.ConvergeP99 = maxAndP99(times)
 	return s
+}
+
+// maxAndP99 sorts times (virtual nanoseconds) and returns their maximum and
+// 99th percentile, or zeros when there are none.
+func maxAndP99(times []int64) (time.Duration, time.Duration) {
+	if len(times) == 0 {
+		return 0, 0
+	}
+	slices.Sort(times)
+	return time.Duration(times[len(times)-1]), time.Duration(times[len(times)*99/100])
 }
 
 // WriteText writes what simrun prints: the parameters, each seed's line

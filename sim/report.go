@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"slices"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -109,11 +108,7 @@ func (r *Report) finish(w *world) {
 		}
 	}
 	r.converge = times
-	if len(times) > 0 {
-		slices.Sort(times)
-		r.ConvergeMax = time.Duration(times[len(times)-1])
-		r.ConvergeP99 = time.Duration(times[(len(times)*99)/100])
-	}
+	r.ConvergeMax, r.ConvergeP99 = maxAndP99(times)
 	for _, c := range idem.Counters() {
 		r.Counters = append(r.Counters, CounterValue{Name: c.Name(), Value: w.metrics.Total(c)})
 	}
