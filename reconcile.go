@@ -12,8 +12,8 @@ import (
 
 // Finding is what a reconciliation check learned about an unknown attempt.
 type Finding struct {
-	Outcome  core.ResolveOutcome // executed, not executed, or still unknown
-	Response Response            // the outcome to store, when executed
+	Verdict  core.Verdict // executed, not executed, or still unknown
+	Response Response     // the outcome to store, when executed
 }
 
 // Check looks downstream (the payment gateway's ledger, say) for the truth
@@ -30,7 +30,7 @@ type Check func(ctx context.Context, rec Record) (Finding, error)
 
 // ResolveEvent is the event that records f about rec's attempt.
 func ResolveEvent(rec *Record, f Finding) core.Event {
-	return core.Event{Kind: core.EventResolve, Token: rec.Token, Outcome: f.Outcome, Response: f.Response}
+	return core.Event{Kind: core.EventResolve, Token: rec.Token, Verdict: f.Verdict, Response: f.Response}
 }
 
 // Reconciler settles unknown records: it lists those due, asks Check, and
@@ -52,8 +52,8 @@ func (r *Reconciler) RunOnce(ctx context.Context) (settled int, err error) {
 	}
 	return forDue(ctx, r.Store, &r.Policy, r.Metrics, DueReconcile, r.BatchSize, func(rec *Record) core.Event {
 		f, err := r.Check(ctx, *rec)
-		if err != nil || f.Outcome == core.ResolveInvalid {
-			f = Finding{Outcome: core.ResolveStillUnknown}
+		if err != nil || f.Verdict == core.VerdictInvalid {
+			f = Finding{Verdict: core.VerdictStillUnknown}
 		}
 		return ResolveEvent(rec, f)
 	}, core.DecisionResolved)

@@ -27,10 +27,10 @@ func TestReconcilerSettlesUnknowns(t *testing.T) {
 		want    core.Status
 		reruns  bool
 	}{
-		{idem.Finding{Outcome: core.ResolveExecuted, Response: created}, core.StatusCompleted, false},
-		{idem.Finding{Outcome: core.ResolveNotExecuted}, core.StatusFailedRetryable, true},
+		{idem.Finding{Verdict: core.VerdictExecuted, Response: created}, core.StatusCompleted, false},
+		{idem.Finding{Verdict: core.VerdictNotExecuted}, core.StatusFailedRetryable, true},
 	} {
-		t.Run(c.finding.Outcome.String(), func(t *testing.T) {
+		t.Run(c.finding.Verdict.String(), func(t *testing.T) {
 			f := newFixture(t, nil)
 			req := request(key1, payload)
 			f.unknownKey(t, req)
@@ -71,7 +71,7 @@ func TestReconcilerBacksOffThenGivesUp(t *testing.T) {
 		if checks%2 == 0 {
 			return idem.Finding{}, errors.New("ledger unreachable") // counts as still unknown
 		}
-		return idem.Finding{Outcome: core.ResolveStillUnknown}, nil
+		return idem.Finding{Verdict: core.VerdictStillUnknown}, nil
 	}}
 	ctx := context.Background()
 	// Backoffs 1s, 2s, 4s (capped): the record is due only when they pass.
@@ -168,7 +168,7 @@ func TestSweeperAndReconcilerReportStoreErrors(t *testing.T) {
 	f.unknownKey(t, request(key1, payload))
 	f.store.failLoad.Store(true)
 	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Check: func(context.Context, idem.Record) (idem.Finding, error) {
-		return idem.Finding{Outcome: core.ResolveExecuted, Response: created}, nil
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: created}, nil
 	}}
 	var se *idem.StoreError
 	if _, err := rec.RunOnce(context.Background()); !errors.As(err, &se) {
@@ -187,7 +187,7 @@ func TestWorkersRunUntilCancelled(t *testing.T) {
 	f.unknownKey(t, req)
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Check: func(context.Context, idem.Record) (idem.Finding, error) {
-		return idem.Finding{Outcome: core.ResolveExecuted, Response: created}, nil
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: created}, nil
 	}}
 	done := make(chan error, 2)
 	go func() { done <- rec.Run(ctx, 5*time.Millisecond) }()

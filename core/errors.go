@@ -34,8 +34,8 @@ var (
 	ErrResponseTooLarge = errors.New("idem/core: response too large")
 	// ErrUnknownEvent: an EventKind outside the closed set.
 	ErrUnknownEvent = errors.New("idem/core: unknown event kind")
-	// ErrUnknownOutcome: a Resolve event with a ResolveOutcome outside the closed set.
-	ErrUnknownOutcome = errors.New("idem/core: unknown resolve outcome")
+	// ErrUnknownVerdict: a Resolve event with a Verdict outside the closed set.
+	ErrUnknownVerdict = errors.New("idem/core: unknown reconcile verdict")
 	// ErrInvalidRecord: the record handed to Step is not one the core could
 	// have produced (unknown status, zero version on a present record, ...).
 	// A driver that returns such a record has lost or corrupted data.
@@ -49,7 +49,7 @@ var (
 var refusals = []error{
 	ErrInvalidScope, ErrInvalidKey, ErrFingerprintLength, ErrFingerprintMissing, ErrTimeMissing,
 	ErrTokenMissing, ErrTokenNotFresh, ErrResponseInvalid, ErrResponseTooLarge, ErrUnknownEvent,
-	ErrUnknownOutcome, ErrInvalidRecord, ErrInvalidPolicy,
+	ErrUnknownVerdict, ErrInvalidRecord, ErrInvalidPolicy,
 }
 
 // Refused reports whether err is (or wraps) one of the core's errors: Step

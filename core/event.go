@@ -29,24 +29,24 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
 
-// ResolveOutcome is the reconciler's finding about an unknown attempt.
-type ResolveOutcome uint8
+// Verdict is the reconciler's finding about an unknown attempt.
+type Verdict uint8
 
 const (
-	ResolveInvalid      ResolveOutcome = iota // the zero value; Step refuses it
-	ResolveExecuted                           // the side effect happened; Response is the outcome to store
-	ResolveNotExecuted                        // the side effect definitely did not happen
-	ResolveStillUnknown                       // the downstream cannot tell yet
+	VerdictInvalid      Verdict = iota // the zero value; Step refuses it
+	VerdictExecuted                    // the side effect happened; Response is the outcome to store
+	VerdictNotExecuted                 // the side effect definitely did not happen
+	VerdictStillUnknown                // the downstream cannot tell yet
 	resolveCount
 )
 
 var resolveNames = [resolveCount]string{"invalid", "executed", "not_executed", "still_unknown"}
 
-func (o ResolveOutcome) String() string {
+func (o Verdict) String() string {
 	if o < resolveCount {
 		return resolveNames[o]
 	}
-	return fmt.Sprintf("resolve_outcome(%d)", uint8(o))
+	return fmt.Sprintf("verdict(%d)", uint8(o))
 }
 
 // Event is one input to Step. Which fields count depends on Kind:
@@ -56,7 +56,7 @@ func (o ResolveOutcome) String() string {
 //	Fail         Now, Token, ErrorCode
 //	MarkUnknown  Now, Token, ErrorCode
 //	Heartbeat    Now, Token
-//	Resolve      Now, Token (of the attempt the reconciler examined), Outcome, Response (if executed)
+//	Resolve      Now, Token (of the attempt the reconciler examined), Verdict, Response (if executed)
 //	Sweep        Now
 //
 // Fields that do not count for the kind are ignored.
@@ -67,7 +67,7 @@ type Event struct {
 	Token       Token
 	Response    Response
 	ErrorCode   string
-	Outcome     ResolveOutcome
+	Verdict     Verdict
 }
 
 // Error codes the core writes into Record.LastErrorCode.

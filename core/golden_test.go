@@ -29,7 +29,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the expected output of co
 //	fail     at= token= [code=]
 //	mark_unknown at= token= [code=]
 //	heartbeat    at= token=
-//	resolve  at= token= outcome=executed|not_executed|still_unknown [status= body=]
+//	resolve  at= token= verdict=executed|not_executed|still_unknown [status= body=]
 //	sweep    at=
 //	record   (prints the current record)
 func TestGoldenScenarios(t *testing.T) {
@@ -165,7 +165,7 @@ func (s *scenario) run(t *testing.T, line string) string {
 		ev.Kind = EventHeartbeat
 	case "resolve":
 		ev.Kind = EventResolve
-		ev.Outcome = map[string]ResolveOutcome{"executed": ResolveExecuted, "not_executed": ResolveNotExecuted, "still_unknown": ResolveStillUnknown}[args["outcome"]]
+		ev.Verdict = map[string]Verdict{"executed": VerdictExecuted, "not_executed": VerdictNotExecuted, "still_unknown": VerdictStillUnknown}[args["verdict"]]
 	case "sweep":
 		ev.Kind = EventSweep
 	default:

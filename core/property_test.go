@@ -128,7 +128,7 @@ func (w *world) drawEvent(t source, s *scopeState) Event {
 		}
 		ev.Response = pick(t, "response", responses)
 		ev.ErrorCode = pick(t, "code", []string{"", "gateway_timeout"})
-		ev.Outcome = ResolveOutcome(t.intRange("outcome", int(ResolveExecuted), int(ResolveStillUnknown)))
+		ev.Verdict = Verdict(t.intRange("verdict", int(VerdictExecuted), int(VerdictStillUnknown)))
 	}
 	return ev
 }
@@ -357,7 +357,7 @@ func TestStepNeverPanics(t *testing.T) {
 			Now:         tm("now"),
 			Token:       Token(rapid.Uint64().Draw(t, "ev_token")),
 			Fingerprint: Fingerprint{byte(rapid.IntRange(0, 2).Draw(t, "ev_fp"))},
-			Outcome:     ResolveOutcome(rapid.IntRange(0, 255).Draw(t, "outcome")),
+			Verdict:     Verdict(rapid.IntRange(0, 255).Draw(t, "verdict")),
 			Response:    Response{StatusCode: rapid.IntRange(-1, 1000).Draw(t, "code")},
 		}
 		p := DefaultPolicy()

@@ -114,11 +114,11 @@ func refStep(r refRecord, ev Event, p Policy) (string, refRecord) {
 		if !owner {
 			return "stale", r
 		}
-		switch ev.Outcome {
-		case ResolveExecuted:
+		switch ev.Verdict {
+		case VerdictExecuted:
 			r.status, r.body, r.lastError, r.lockedUntil, r.reconcileAfter, r.expiresAt = "completed", string(ev.Response.Body), "", time.Time{}, time.Time{}, now.Add(p.TTL)
 			return "resolved", r
-		case ResolveNotExecuted:
+		case VerdictNotExecuted:
 			r.status, r.lastError, r.lockedUntil, r.reconcileAfter, r.expiresAt = "failed_retryable", "reconciled_not_executed", time.Time{}, time.Time{}, now.Add(p.TTL)
 			return "resolved", r
 		}

@@ -263,14 +263,14 @@ func heartbeat(rec *Record, ev *Event, p *Policy, now time.Time) Result {
 }
 
 func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
-	switch ev.Outcome {
-	case ResolveExecuted:
+	switch ev.Verdict {
+	case VerdictExecuted:
 		if err := ev.Response.validate(p.ResponseBytesMax); err != nil {
 			return Result{}, err
 		}
-	case ResolveNotExecuted, ResolveStillUnknown:
+	case VerdictNotExecuted, VerdictStillUnknown:
 	default:
-		return Result{}, fmt.Errorf("%w: %v", ErrUnknownOutcome, ev.Outcome)
+		return Result{}, fmt.Errorf("%w: %v", ErrUnknownVerdict, ev.Verdict)
 	}
 	if rec.Status != StatusUnknown {
 		return unchanged(Decision{Kind: DecisionNotApplicable}), nil
@@ -279,10 +279,10 @@ func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
 		// The finding is about an earlier attempt than the one now unknown.
 		return stale, nil
 	}
-	switch ev.Outcome {
-	case ResolveExecuted:
+	switch ev.Verdict {
+	case VerdictExecuted:
 		completed(rec, now, p, &ev.Response)
-	case ResolveNotExecuted:
+	case VerdictNotExecuted:
 		failedRetryable(rec, now, p, CodeReconciled)
 	default: // ResolveStillUnknown
 		backoff := p.reconcileBackoff(rec.ReconcileAttempts)

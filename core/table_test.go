@@ -100,8 +100,8 @@ func TestTransitionTable(t *testing.T) {
 	ownerEv := func(k EventKind, now time.Time, token Token) Event {
 		return Event{Kind: k, Now: now, Token: token, Response: resp1, ErrorCode: "gateway_rejected"}
 	}
-	resolveEv := func(o ResolveOutcome, token Token) Event {
-		return Event{Kind: EventResolve, Now: at(time.Hour), Token: token, Outcome: o, Response: resp2}
+	resolveEv := func(o Verdict, token Token) Event {
+		return Event{Kind: EventResolve, Now: at(time.Hour), Token: token, Verdict: o, Response: resp2}
 	}
 	completeWith := func(r Response, token Token) Event {
 		return Event{Kind: EventComplete, Now: at(time.Minute), Token: token, Response: r}
@@ -178,26 +178,26 @@ func TestTransitionTable(t *testing.T) {
 		{"heartbeat/unknown", def, unknown, ownerEv(EventHeartbeat, at(time.Minute), 7), DecisionConflict, WriteNone, same},
 
 		// Resolve
-		{"resolve/executed", def, unknown, resolveEv(ResolveExecuted, 7), DecisionResolved, WriteUpdate,
+		{"resolve/executed", def, unknown, resolveEv(VerdictExecuted, 7), DecisionResolved, WriteUpdate,
 			all(status(StatusCompleted), stores(resp2), expiresAt(at(time.Hour+ttl)))},
-		{"resolve/not executed", def, unknown, resolveEv(ResolveNotExecuted, 7), DecisionResolved, WriteUpdate,
+		{"resolve/not executed", def, unknown, resolveEv(VerdictNotExecuted, 7), DecisionResolved, WriteUpdate,
 			all(status(StatusFailedRetryable), reconcileAfter(time.Time{}, CodeReconciled))},
-		{"resolve/still unknown backs off", def, unknown, resolveEv(ResolveStillUnknown, 7), DecisionRescheduled, WriteUpdate,
+		{"resolve/still unknown backs off", def, unknown, resolveEv(VerdictStillUnknown, 7), DecisionRescheduled, WriteUpdate,
 			all(status(StatusUnknown), func(t *testing.T, _, next Record, _ Decision) {
 				if next.ReconcileAttempts != 1 || !next.ReconcileAfter.Equal(at(time.Hour+def.ReconcileBackoffBase)) {
 					t.Fatalf("attempts=%d reconcile_after=%v", next.ReconcileAttempts, next.ReconcileAfter)
 				}
 			})},
-		{"resolve/still unknown past max is abandoned", def, abandonedSoon, resolveEv(ResolveStillUnknown, 7), DecisionAbandoned, WriteUpdate,
+		{"resolve/still unknown past max is abandoned", def, abandonedSoon, resolveEv(VerdictStillUnknown, 7), DecisionAbandoned, WriteUpdate,
 			all(status(StatusUnknown), func(t *testing.T, _, next Record, _ Decision) {
 				if next.ReconcileAttempts != def.ReconcileAttemptsMax || !next.ReconcileAfter.IsZero() {
 					t.Fatalf("attempts=%d reconcile_after=%v", next.ReconcileAttempts, next.ReconcileAfter)
 				}
 			})},
-		{"resolve/other status", def, completed, resolveEv(ResolveNotExecuted, 7), DecisionNotApplicable, WriteNone, same},
-		{"resolve/in_progress", def, ip, resolveEv(ResolveExecuted, 7), DecisionNotApplicable, WriteNone, same},
-		{"resolve/absent", def, absent, resolveEv(ResolveExecuted, 7), DecisionNotApplicable, WriteNone, same},
-		{"resolve/another attempt", def, unknown, resolveEv(ResolveNotExecuted, 6), DecisionStale, WriteNone, same},
+		{"resolve/other status", def, completed, resolveEv(VerdictNotExecuted, 7), DecisionNotApplicable, WriteNone, same},
+		{"resolve/in_progress", def, ip, resolveEv(VerdictExecuted, 7), DecisionNotApplicable, WriteNone, same},
+		{"resolve/absent", def, absent, resolveEv(VerdictExecuted, 7), DecisionNotApplicable, WriteNone, same},
+		{"resolve/another attempt", def, unknown, resolveEv(VerdictNotExecuted, 6), DecisionStale, WriteNone, same},
 
 		// Sweep
 		{"sweep/in_progress past lease", def, ip, sweepAt(at(lease)), DecisionLeaseExpired, WriteUpdate,

@@ -395,12 +395,12 @@ func (c *contract) due(t *testing.T) {
 	if got := due(idem.DueReconcile, 2); len(got) != 2 {
 		t.Fatalf("Due(reconcile, 2) lists %d", len(got))
 	}
-	still := core.Event{Kind: core.EventResolve, Outcome: core.ResolveStillUnknown}
+	still := core.Event{Kind: core.EventResolve, Verdict: core.VerdictStillUnknown}
 	ev := func(e core.Event, i int) core.Event { e.Token = tokens[i]; return e }
 	apply(0, ev(still, 0)) // rescheduled after the backoff
-	apply(1, ev(core.Event{Kind: core.EventResolve, Outcome: core.ResolveExecuted, Response: responses[0]}, 1))
+	apply(1, ev(core.Event{Kind: core.EventResolve, Verdict: core.VerdictExecuted, Response: responses[0]}, 1))
 	advance(lease / 10) // so that 1 expires strictly before 2
-	apply(2, ev(core.Event{Kind: core.EventResolve, Outcome: core.ResolveNotExecuted}, 2))
+	apply(2, ev(core.Event{Kind: core.EventResolve, Verdict: core.VerdictNotExecuted}, 2))
 	apply(4, ev(still, 4))
 	if d := apply(4, ev(still, 4)).Result.Decision.Kind; d != core.DecisionAbandoned {
 		t.Fatalf("second still-unknown of scope 4: %v, want abandoned", d)
@@ -545,8 +545,8 @@ func (c *contract) applier(t *testing.T) {
 		{core.Event{Kind: core.EventHeartbeat}, core.DecisionExtended, 0},
 		{core.Event{Kind: core.EventMarkUnknown}, core.DecisionMarkedUnknown, 0},
 		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionReconciling, 0},
-		{core.Event{Kind: core.EventResolve, Outcome: core.ResolveStillUnknown}, core.DecisionRescheduled, 0},
-		{core.Event{Kind: core.EventResolve, Outcome: core.ResolveNotExecuted}, core.DecisionResolved, 0},
+		{core.Event{Kind: core.EventResolve, Verdict: core.VerdictStillUnknown}, core.DecisionRescheduled, 0},
+		{core.Event{Kind: core.EventResolve, Verdict: core.VerdictNotExecuted}, core.DecisionResolved, 0},
 		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionExecute, lease + lease/10},
 		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionReconciling, 0},
 		{core.Event{Kind: core.EventComplete, Response: responses[1]}, core.DecisionCompleted, 0},

@@ -163,7 +163,7 @@ func describeLifeOp(o *lifeOp) string {
 	case core.EventHeartbeat:
 		fmt.Fprintf(&b, " t%d", ev.Token)
 	case core.EventResolve:
-		fmt.Fprintf(&b, " t%d %v", ev.Token, ev.Outcome)
+		fmt.Fprintf(&b, " t%d %v", ev.Token, ev.Verdict)
 	}
 	if !ev.Now.IsZero() {
 		b.WriteString(" @" + clock(ev.Now))

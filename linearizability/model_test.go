@@ -195,7 +195,7 @@ func TestLifecycleModel(t *testing.T) {
 		{Kind: core.EventReserve, Fingerprint: fpB},
 		{Kind: core.EventHeartbeat},
 		{Kind: core.EventMarkUnknown},
-		{Kind: core.EventResolve, Outcome: core.ResolveNotExecuted},
+		{Kind: core.EventResolve, Verdict: core.VerdictNotExecuted},
 		{Kind: core.EventReserve, Fingerprint: fpA},
 		{Kind: core.EventComplete, Response: responses[0]},
 		{Kind: core.EventReserve, Fingerprint: fpA},

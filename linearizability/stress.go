@@ -357,8 +357,8 @@ func randomEvent(rng *rand.Rand, owner, fresh core.Token) core.Event {
 	case r < 78:
 		ev.Kind = core.EventHeartbeat
 	case r < 90:
-		ev.Kind, ev.Outcome = core.EventResolve, core.ResolveOutcome(1+rng.IntN(3))
-		if ev.Outcome == core.ResolveExecuted {
+		ev.Kind, ev.Verdict = core.EventResolve, core.Verdict(1+rng.IntN(3))
+		if ev.Verdict == core.VerdictExecuted {
 			ev.Response = responses[rng.IntN(len(responses))]
 		}
 	default:
@@ -556,10 +556,10 @@ func (d *downstream) find(sc core.Scope, token core.Token) idem.Finding {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e, ok := d.executed[sc]; ok && e.token == token {
-		return idem.Finding{Outcome: core.ResolveExecuted, Response: e.resp}
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: e.resp}
 	}
 	d.fenced[sc] = max(d.fenced[sc], token)
-	return idem.Finding{Outcome: core.ResolveNotExecuted}
+	return idem.Finding{Verdict: core.VerdictNotExecuted}
 }
 
 // stressExecutor has goroutines call Executor.Do on a few scopes with
@@ -617,7 +617,7 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 		return core.Event{Kind: core.EventSweep}
 	})
 	go bgLoop(G+1, idem.DueReconcile, func(r *core.Record, rng *rand.Rand) core.Event {
-		f := idem.Finding{Outcome: core.ResolveStillUnknown}
+		f := idem.Finding{Verdict: core.VerdictStillUnknown}
 		if rng.IntN(5) != 0 {
 			f = down.find(r.Scope, r.Token)
 		}

@@ -224,15 +224,15 @@ func (w *world) sweepTick() {
 // deadline it passed to the gateway), so before then it is still unknown.
 func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding, error) {
 	if w.plant.neverReconcile {
-		return idem.Finding{Outcome: core.ResolveStillUnknown}, nil
+		return idem.Finding{Verdict: core.VerdictStillUnknown}, nil
 	}
 	if ch := w.gateway.find(attemptID{w.scopeIdx[rec.Scope], rec.Token}); ch != nil {
-		return idem.Finding{Outcome: core.ResolveExecuted, Response: ch.response()}, nil
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: ch.response()}, nil
 	}
 	if w.Time().Before(rec.LockedUntil) {
-		return idem.Finding{Outcome: core.ResolveStillUnknown}, nil
+		return idem.Finding{Verdict: core.VerdictStillUnknown}, nil
 	}
-	return idem.Finding{Outcome: core.ResolveNotExecuted}, nil
+	return idem.Finding{Verdict: core.VerdictNotExecuted}, nil
 }
 
 // applied hears every write the store applied, before any fault hides it.

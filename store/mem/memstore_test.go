@@ -179,7 +179,7 @@ func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 		if d := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp}).Result.Decision.Kind; d != core.DecisionReconciling {
 			t.Fatalf("after the lease: %v, want reconciling", d)
 		}
-		apply(core.Event{Kind: core.EventResolve, Token: old, Outcome: core.ResolveNotExecuted})
+		apply(core.Event{Kind: core.EventResolve, Token: old, Verdict: core.VerdictNotExecuted})
 		fresh := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp})
 		if fresh.Result.Decision.Kind != core.DecisionExecute || fresh.Result.Decision.Token <= old {
 			t.Fatalf("re-execution after the reconciler: %v token %d (old %d)", fresh.Result.Decision.Kind, fresh.Result.Decision.Token, old)
@@ -190,7 +190,7 @@ func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 			{Kind: core.EventFail, Token: old},
 			{Kind: core.EventMarkUnknown, Token: old},
 			{Kind: core.EventHeartbeat, Token: old},
-			{Kind: core.EventResolve, Token: old, Outcome: core.ResolveExecuted, Response: response(9)},
+			{Kind: core.EventResolve, Token: old, Verdict: core.VerdictExecuted, Response: response(9)},
 		} {
 			a := apply(ev)
 			if a.Result.Write.Kind != core.WriteNone {
@@ -247,7 +247,7 @@ func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 			t.Fatalf("after the lease: %v", err)
 		}
 		reconciler := idem.Reconciler{Store: s, Policy: p, Check: func(ctx context.Context, r idem.Record) (idem.Finding, error) {
-			return idem.Finding{Outcome: core.ResolveExecuted, Response: response(1)}, nil
+			return idem.Finding{Verdict: core.VerdictExecuted, Response: response(1)}, nil
 		}}
 		if n, err := reconciler.RunOnce(ctx); n != 1 || err != nil {
 			t.Fatalf("reconcile: %d %v", n, err)
