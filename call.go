@@ -294,13 +294,6 @@ func (c *Call) Ran(out Outcome) {
 	var notExecuted *NotExecutedError
 	switch {
 	case out.Err == nil:
-		if err := validateHTTPResponse(&out.Response); err != nil {
-			// It executed, but what it answered cannot be replayed: leave the
-			// key to the reconciler and surface the bug.
-			c.event.ErrorCode = string(CodeResponseInvalid)
-			c.finalErr = newError(ErrResponseInvalid, err, 0)
-			return
-		}
 		c.event.Kind, c.event.Response = core.EventComplete, out.Response
 	case errors.As(out.Err, &notExecuted):
 		c.event.Kind, c.event.ErrorCode = core.EventFail, notExecuted.Code
@@ -341,37 +334,4 @@ func (c *Call) recorded(a *Applied, err error) {
 		r.Recorded = k == core.DecisionCompleted || k == core.DecisionAcknowledged
 	}
 	c.done(r, nil)
-}
-
-// validateHTTPResponse checks header names and values against RFC 9110
-// field syntax, so that a replay can never inject a header or split a response.
-func validateHTTPResponse(r *Response) error {
-	for i, h := range r.Headers {
-		if h.Name == "" {
-			return fmt.Errorf("header %d has an empty name", i)
-		}
-		for j := 0; j < len(h.Name); j++ {
-			if !isTokenByte(h.Name[j]) {
-				return fmt.Errorf("header %q: name byte 0x%02x at %d is not a token character", h.Name, h.Name[j], j)
-			}
-		}
-		for j := 0; j < len(h.Value); j++ {
-			if c := h.Value[j]; (c < 0x20 && c != '\t') || c == 0x7f {
-				return fmt.Errorf("header %q: control byte 0x%02x at %d in the value", h.Name, c, j)
-			}
-		}
-	}
-	return nil
-}
-
-func isTokenByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
 }

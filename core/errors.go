@@ -26,8 +26,9 @@ var (
 	// greater than the record's current token. Tokens come from the store and
 	// must never repeat for a scope; a driver that hands out an old token is broken.
 	ErrTokenNotFresh = errors.New("idem/core: fencing token is not fresh")
-	// ErrResponseInvalid: a response has a status code outside 100..599 or a
-	// header with an empty name.
+	// ErrResponseInvalid: a response HTTP cannot replay as stored: a status
+	// outside 200..599, a body with 204 or 304, or a header whose name is not
+	// an RFC 9110 token or whose value holds a control byte.
 	ErrResponseInvalid = errors.New("idem/core: invalid response")
 	// ErrResponseTooLarge: a response's body and headers exceed the policy's
 	// ResponseBytesMax. Storing a truncated response would break replay fidelity.

@@ -40,7 +40,20 @@ func TestBadInputIsAnError(t *testing.T) {
 		{"response with a bad status code", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 42}}, def, ErrResponseInvalid},
 		{"response with an unnamed header", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"", "b"}}}}, def, ErrResponseInvalid},
 		{"headers over the size limit", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X-A", strings.Repeat("v", def.ResponseBytesMax)}}}}, def, ErrResponseTooLarge},
-		{"resolve without outcome", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7}, def, ErrUnknownVerdict},
+		{"response with a 1xx status", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 103}}, def, ErrResponseInvalid},
+		{"response status 600", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 600}}, def, ErrResponseInvalid},
+		{"204 with a body", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 204, Body: []byte("x")}}, def, ErrResponseInvalid},
+		{"304 with a body", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 304, Body: []byte("x")}}, def, ErrResponseInvalid},
+		{"header name with CR LF (injection)", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X-A\r\nSet-Cookie", "a=b"}}}}, def, ErrResponseInvalid},
+		{"header name with a space", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X A", "b"}}}}, def, ErrResponseInvalid},
+		{"header name with a colon", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X-A:", "b"}}}}, def, ErrResponseInvalid},
+		{"header value with LF", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X-A", "b\nSet-Cookie: c=d"}}}}, def, ErrResponseInvalid},
+		{"header value with NUL", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X-A", "b\x00"}}}}, def, ErrResponseInvalid},
+		{"header value with DEL", ip, Event{Kind: EventComplete, Now: t0, Token: 7, Response: Response{StatusCode: 200, Headers: []Header{{"X-A", "b\x7f"}}}}, def, ErrResponseInvalid},
+		{"resolve executed with an injected header", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7, Verdict: VerdictExecuted, Response: Response{StatusCode: 200, Headers: []Header{{"X-A\r\nSet-Cookie", "a"}}}}, def, ErrResponseInvalid},
+		{"resolve executed with a 1xx", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7, Verdict: VerdictExecuted, Response: Response{StatusCode: 100}}, def, ErrResponseInvalid},
+		{"resolve executed with a 204 body", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7, Verdict: VerdictExecuted, Response: Response{StatusCode: 204, Body: []byte("x")}}, def, ErrResponseInvalid},
+		{"resolve without a verdict", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7}, def, ErrUnknownVerdict},
 		{"resolve executed with an invalid response", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7, Verdict: VerdictExecuted}, def, ErrResponseInvalid},
 		{"TTL over the cap", ip, reserve, policy(func(p *Policy) { p.TTL = TTLCap + time.Nanosecond }), ErrInvalidPolicy},
 		{"non-positive lease", ip, reserve, policy(func(p *Policy) { p.LeaseDuration = 0 }), ErrInvalidPolicy},
@@ -234,5 +247,23 @@ func TestRefusedKnowsEveryError(t *testing.T) {
 	}
 	if Refused(nil) || Refused(errors.New("idem/core: look-alike")) {
 		t.Error("Refused accepts an error the core does not declare")
+	}
+}
+
+// TestResponseRulesAcceptWhatHTTPReplays: the rules refuse only what HTTP
+// cannot replay; every other token character, a tab in a value, obs-text and
+// an empty 204 or 304 are stored.
+func TestResponseRulesAcceptWhatHTTPReplays(t *testing.T) {
+	def := DefaultPolicy()
+	for _, r := range []Response{
+		{StatusCode: 200, Headers: []Header{{"!#$%&'*+-.^_`|~09azAZ", "a\tb é \x80\xff"}}},
+		{StatusCode: 204},
+		{StatusCode: 304, Headers: []Header{{"ETag", `"x"`}}},
+		{StatusCode: 599, Body: []byte("x")},
+		{StatusCode: 200, Headers: []Header{{"X-Empty", ""}}},
+	} {
+		if _, err := step(inProgress(7), Event{Kind: EventComplete, Now: t0, Token: 7, Response: r}, def); err != nil {
+			t.Errorf("%s refused: %v", r.Describe(), err)
+		}
 	}
 }

@@ -91,23 +91,61 @@ func (r Response) Clone() Response {
 	return c
 }
 
-// validate checks what the core relies on: a status code, named headers, and
-// the size limit. Header names and values are otherwise opaque here; their
-// HTTP syntax is the edge's concern (the executor checks it), so that the
-// core serves other transports as well.
+// validate holds every rule a stored response must follow, so that each
+// path that stores one (Complete, and Resolve as executed) enforces them for
+// every caller and in every runtime the core is compiled to: a status HTTP
+// can replay (200..599: a 1xx is not a final answer), no body with 204 or
+// 304, header names that are RFC 9110 tokens and values free of control
+// bytes (a replay must never split a response or inject a header), and the
+// size limit.
 func (r *Response) validate(bytesMax int) error {
-	if r.StatusCode < 100 || r.StatusCode > 599 {
-		return fmt.Errorf("%w: status code %d, want 100..599", ErrResponseInvalid, r.StatusCode)
+	if r.StatusCode < 200 || r.StatusCode > 599 {
+		return fmt.Errorf("%w: status code %d, want 200..599", ErrResponseInvalid, r.StatusCode)
+	}
+	if (r.StatusCode == 204 || r.StatusCode == 304) && len(r.Body) > 0 {
+		return fmt.Errorf("%w: status %d with a %d-byte body", ErrResponseInvalid, r.StatusCode, len(r.Body))
 	}
 	for i := range r.Headers {
-		if r.Headers[i].Name == "" {
-			return fmt.Errorf("%w: header %d has an empty name", ErrResponseInvalid, i)
+		if err := validateHeader(i, &r.Headers[i]); err != nil {
+			return err
 		}
 	}
 	if n := r.Bytes(); n > bytesMax {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, bytesMax)
 	}
 	return nil
+}
+
+// validateHeader checks one header against RFC 9110 field syntax: the name a
+// token, the value visible characters, spaces and tabs only.
+func validateHeader(i int, h *Header) error {
+	if h.Name == "" {
+		return fmt.Errorf("%w: header %d has an empty name", ErrResponseInvalid, i)
+	}
+	for j := 0; j < len(h.Name); j++ {
+		if !isTokenByte(h.Name[j]) {
+			return fmt.Errorf("%w: header %d: name byte 0x%02x at %d is not a token character", ErrResponseInvalid, i, h.Name[j], j)
+		}
+	}
+	for j := 0; j < len(h.Value); j++ {
+		if c := h.Value[j]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return fmt.Errorf("%w: header %q: control byte 0x%02x at %d in the value", ErrResponseInvalid, h.Name, c, j)
+		}
+	}
+	return nil
+}
+
+// isTokenByte reports whether c may appear in an RFC 9110 token.
+func isTokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
 }
 
 // Record is everything stored for one scope. The zero Record, with only its
