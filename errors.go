@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -87,15 +86,6 @@ func newError(sentinel *Error, cause error, retryAfter time.Duration) *Error {
 	e.RetryAfter = retryAfter
 	return &e
 }
-
-// ErrConflict is what a Store returns when a write's precondition does not
-// hold: the scope has a record (Insert), or no longer has the expected
-// version and token (CompareAndSet, Delete). The caller loads and steps again.
-var ErrConflict = errors.New("idem: store: precondition failed")
-
-// ErrStoreFull is what a bounded store returns when it refuses a new record
-// rather than evict a live one.
-var ErrStoreFull = errors.New("idem: store: full")
 
 // NotExecutedError marks an action's error as proof that the action had no
 // side effect, so the key may be executed again. Build it with NotExecuted.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // Action is the caller's side effect. It returns the response to store and
@@ -18,7 +18,7 @@ type Action func(ctx context.Context, a Attempt) (Response, error)
 
 // Executor runs actions at most once per scope over a Store.
 type Executor struct {
-	store             Store
+	store             store.Store
 	policy            Policy
 	metrics           Metrics
 	outcomeTimeout    time.Duration
@@ -45,7 +45,7 @@ func WithHeartbeatInterval(d time.Duration) Option {
 }
 
 // New returns an Executor over s. It refuses an invalid policy.
-func New(s Store, opts ...Option) (*Executor, error) {
+func New(s store.Store, opts ...Option) (*Executor, error) {
 	if s == nil {
 		return nil, errors.New("idem: New: nil store")
 	}
@@ -71,8 +71,14 @@ func New(s Store, opts ...Option) (*Executor, error) {
 // Policy returns the executor's policy.
 func (e *Executor) Policy() Policy { return e.policy }
 
-// Begin starts req as a Call for a host that performs its effects itself.
-func (e *Executor) Begin(req Request) (*Call, error) { return newCall(&e.policy, e.metrics, req) }
+// Begin starts req as a Flow, for a host that performs its effects itself.
+func (e *Executor) Begin(req Request) (*Flow, error) {
+	f := new(Flow)
+	if err := f.init(&e.policy, e.metrics, req); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 // Do runs action for req at most once per scope:
 //
@@ -90,45 +96,45 @@ func (e *Executor) Begin(req Request) (*Call, error) { return newCall(&e.policy,
 // ctx (bounded by the outcome timeout): a client that disconnects must not
 // turn a charge into an unknown, or worse, into a re-execution.
 func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, error) {
-	var c Call
-	if err := c.init(&e.policy, e.metrics, req); err != nil {
+	var f Flow
+	if err := f.init(&e.policy, e.metrics, req); err != nil {
 		return Result{}, err
 	}
 	applyCtx := ctx
-	a := appliedPool.Get().(*Applied) // one for every event of the call
+	a := appliedPool.Get().(*store.Applied) // one for every event of the flow
 	defer putApplied(a)
 	for {
-		eff := c.Next()
+		eff := f.Next()
 		switch eff.Kind {
 		case EffectApply:
-			err := ApplyInto(applyCtx, e.store, &e.policy, e.metrics, req.Scope, eff.Event, a)
-			c.Applied(a, err)
+			err := store.Apply(applyCtx, e.store, req.Scope, eff.Event, &e.policy, a)
+			f.ApplyDone(a, err)
 		case EffectRun:
-			out := e.run(ctx, eff.Attempt, action)
+			resp, err := e.run(ctx, &f, eff.Attempt, action)
 			var cancel context.CancelFunc
 			applyCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), e.outcomeTimeout)
 			defer cancel()
-			c.Ran(out)
+			f.RunDone(resp, err)
 		case EffectWait:
 			start := time.Now()
 			if err := e.wait(ctx, req.Scope, eff); err != nil {
 				return Result{}, err
 			}
-			c.Waited(time.Since(start))
+			f.WaitDone(time.Since(start))
 		case EffectDone:
-			return c.Result()
+			return f.Result()
 		}
 	}
 }
 
 // appliedPool keeps the Applied each Do fills event after event: 400 bytes
-// that a call would otherwise allocate, or copy at every event.
-var appliedPool = sync.Pool{New: func() any { return new(Applied) }}
+// that a flow would otherwise allocate, or copy at every event.
+var appliedPool = sync.Pool{New: func() any { return new(store.Applied) }}
 
 // putApplied returns a to the pool holding nothing: a pooled Applied must not
 // keep a response alive.
-func putApplied(a *Applied) {
-	*a = Applied{}
+func putApplied(a *store.Applied) {
+	*a = store.Applied{}
 	appliedPool.Put(a)
 }
 
@@ -147,28 +153,29 @@ func (e *Executor) wait(ctx context.Context, scope Scope, eff Effect) error {
 
 // run calls action with a heartbeat beside it, turning a panic into an
 // outcome_unknown error.
-func (e *Executor) run(ctx context.Context, at Attempt, action Action) (out Outcome) {
+func (e *Executor) run(ctx context.Context, f *Flow, at Attempt, action Action) (resp Response, err error) {
 	hbCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	stopped := make(chan struct{})
-	go e.heartbeat(hbCtx, at, stopped)
+	go e.heartbeat(hbCtx, f, at, stopped)
 	defer func() {
 		stop()
 		<-stopped
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			out = Outcome{Err: &PanicError{Value: r, Stack: debug.Stack()}}
+			resp, err = Response{}, &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	resp, err := action(ctx, at)
-	return Outcome{Response: resp, Err: err}
+	return action(ctx, at)
 }
 
 // heartbeat extends the attempt's lease until ctx ends or the lease is lost.
-func (e *Executor) heartbeat(ctx context.Context, at Attempt, stopped chan<- struct{}) {
+func (e *Executor) heartbeat(ctx context.Context, f *Flow, at Attempt, stopped chan<- struct{}) {
 	defer close(stopped)
 	t := time.NewTicker(e.heartbeatInterval)
 	defer t.Stop()
+	ev := f.HeartbeatEvent()
+	var a store.Applied
 	for {
 		select {
 		case <-ctx.Done():
@@ -176,10 +183,10 @@ func (e *Executor) heartbeat(ctx context.Context, at Attempt, stopped chan<- str
 		case <-t.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, e.heartbeatInterval)
-		a, err := ApplyOver(hctx, e.store, &e.policy, e.metrics, at.Scope, core.Event{Kind: core.EventHeartbeat, Token: at.Token})
+		err := store.Apply(hctx, e.store, at.Scope, ev, &e.policy, &a)
 		cancel()
-		if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
-			return // stale or no longer in progress: the lease is lost for good
+		if !f.HeartbeatDone(&a, err) {
+			return
 		}
 	}
 }

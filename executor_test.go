@@ -15,20 +15,21 @@ import (
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
 // flakyStore fails the calls its switches name, before or after applying them.
 type flakyStore struct {
-	idem.Store
+	store.Store
 	failLoad, failWrite, failAfterWrite atomic.Bool
 }
 
 var errDown = errors.New("connection refused")
 
-func (f *flakyStore) Load(ctx context.Context, s idem.Scope) (idem.Snapshot, error) {
+func (f *flakyStore) Load(ctx context.Context, s idem.Scope) (store.Snapshot, error) {
 	if f.failLoad.Load() {
-		return idem.Snapshot{}, errDown
+		return store.Snapshot{}, errDown
 	}
 	return f.Store.Load(ctx, s)
 }
@@ -326,7 +327,10 @@ func TestHeartbeatKeepsALongActionsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweeper := idem.Sweeper{Store: mem, Policy: p}
+	sweeper, err := ex.Sweeper()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	r, err := ex.Do(ctx, request(key1, payload), func(ctx context.Context, a idem.Attempt) (idem.Response, error) {
 		for range 10 { // 1.5 s, well past the 600 ms lease
@@ -448,7 +452,7 @@ func TestMetricLabelsNeverHoldIdentities(t *testing.T) {
 		for _, l := range f.metrics.Labels(c) {
 			seen++
 			for _, secret := range []string{req.Scope.Key, req.Scope.Principal, req.Scope.Tenant} {
-				if strings.Contains(l.UseCase, secret) || strings.Contains(l.Outcome, secret) {
+				if strings.Contains(l.UseCase, secret) || strings.Contains(l.Decision, secret) || strings.Contains(l.Event, secret) {
 					t.Fatalf("%s has label %+v holding %q", c.Name(), l, secret)
 				}
 			}
@@ -467,8 +471,10 @@ func TestMetricLabelsNeverHoldIdentities(t *testing.T) {
 		}
 		names[c.Name()] = true
 	}
-	if len(names) != 12 {
-		t.Fatalf("%d counters, SPEC §7 has 12", len(names))
+	// SPEC §7's twelve, and worker.error, which makes a worker's failed
+	// run visible to an operator.
+	if len(names) != 13 || !names["api.idempotency.worker.error.count"] {
+		t.Fatalf("%d counters, want SPEC §7's 12 and worker.error", len(names))
 	}
 }
 
@@ -496,8 +502,8 @@ func TestCallerGivingUpWhileWaitingIsInProgress(t *testing.T) {
 
 func TestMemMetricsCountsByLabel(t *testing.T) {
 	var m idem.MemMetrics
-	a := idem.Labels{UseCase: "payments.create", Outcome: "execute"}
-	b := idem.Labels{UseCase: "refunds.create", Outcome: "execute"}
+	a := idem.Labels{UseCase: "payments.create", Event: "reserve", Decision: "execute"}
+	b := idem.Labels{UseCase: "refunds.create", Event: "reserve", Decision: "execute"}
 	m.Add(idem.CounterReserveCreated, a, 2)
 	m.Add(idem.CounterReserveCreated, b, 1)
 	m.Add(idem.Counter(200), a, 1) // out of range: ignored, not a panic
@@ -518,23 +524,23 @@ func TestMemMetricsCountsByLabel(t *testing.T) {
 // an ambiguous commit on the fast path.
 type afterApplyFails struct{ *memstore.Store }
 
-func (s afterApplyFails) Apply(ctx context.Context, scope idem.Scope, ev core.Event, p *idem.Policy, out *idem.Applied) error {
+func (s afterApplyFails) Apply(ctx context.Context, scope idem.Scope, ev core.Event, p *idem.Policy, out *store.Applied) error {
 	if err := s.Store.Apply(ctx, scope, ev, p, out); err != nil {
 		return err
 	}
 	return errDown
 }
 
-// TestApplyIntoLeavesNothingOnError: whether the store fails a load, a
+// TestStoreApplyLeavesNothingOnError: whether the store fails a load, a
 // write, or after a write applied (an ambiguous commit), on the
 // load-step-write path or an Applier's, and when the core refuses the event,
-// ApplyInto leaves the zero Applied behind: nothing of an earlier event, nor
+// store.Apply leaves the zero Applied behind: nothing of an earlier event, nor
 // a write that may not have happened, passes for the outcome.
-func TestApplyIntoLeavesNothingOnError(t *testing.T) {
+func TestStoreApplyLeavesNothingOnError(t *testing.T) {
 	for _, mode := range []string{"load", "write", "after write", "after apply", "core refuses", "core refuses, applier"} {
 		t.Run(mode, func(t *testing.T) {
 			f := newFixture(t, nil)
-			var s idem.Store = f.store
+			var s store.Store = f.store
 			switch mode {
 			case "after apply":
 				s = afterApplyFails{f.mem}
@@ -543,8 +549,8 @@ func TestApplyIntoLeavesNothingOnError(t *testing.T) {
 			}
 			ctx := context.Background()
 			p := f.ex.Policy()
-			var out idem.Applied
-			if err := idem.ApplyInto(ctx, f.mem, &p, nil, request(key1, other).Scope, core.Event{Kind: core.EventReserve, Fingerprint: other}, &out); err != nil {
+			var out store.Applied
+			if err := store.Apply(ctx, f.mem, request(key1, other).Scope, core.Event{Kind: core.EventReserve, Fingerprint: other}, &p, &out); err != nil {
 				t.Fatal(err) // an earlier event's outcome, left in out
 			}
 			ev := core.Event{Kind: core.EventReserve, Fingerprint: payload}
@@ -552,7 +558,7 @@ func TestApplyIntoLeavesNothingOnError(t *testing.T) {
 			if strings.HasPrefix(mode, "core refuses") {
 				ev.Fingerprint = idem.Fingerprint{} // no fingerprint: bad input
 			}
-			err := idem.ApplyInto(ctx, s, &p, nil, request("550e8400-e29b-41d4-a716-446655440001", payload).Scope, ev, &out)
+			err := store.Apply(ctx, s, request("550e8400-e29b-41d4-a716-446655440001", payload).Scope, ev, &p, &out)
 			if err == nil {
 				t.Fatal("no error")
 			}

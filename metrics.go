@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // Counter is one of the counters of SPEC §7.
@@ -24,6 +25,7 @@ const (
 	CounterReconcileScheduled                // a record became unknown and awaits the reconciler
 	CounterReconcileResolved                 // the reconciler settled an unknown record
 	CounterReconcileFailed                   // the reconciler gave up on a record after its maximum attempts
+	CounterWorkerError                       // a sweeper or reconciler run could not handle a batch, or a record in it
 	counterCount
 )
 
@@ -40,6 +42,7 @@ var counterNames = [counterCount]string{
 	"api.idempotency.reconcile.scheduled.count",
 	"api.idempotency.reconcile.resolved.count",
 	"api.idempotency.reconcile.failed.count",
+	"api.idempotency.worker.error.count",
 }
 
 // Counters lists every counter, in a stable order.
@@ -61,13 +64,15 @@ func (c Counter) Name() string {
 
 func (c Counter) String() string { return c.Name() }
 
-// Labels are the only dimensions a counter has. Both come from small closed
-// sets: the use case is a name in the caller's code, the outcome a decision
-// or event name of the core. The key, principal and tenant are never labels:
-// they are unbounded and may be personal data.
+// Labels are the only dimensions a counter has. Each comes from a small
+// closed set: the use case is a name in the caller's code, the event and the
+// decision are names of the core's (core.EventKind, core.DecisionKind). The
+// key, principal and tenant are never labels: they are unbounded and may be
+// personal data.
 type Labels struct {
-	UseCase string
-	Outcome string
+	UseCase  string
+	Event    string // the event that was applied ("reserve", "sweep", ...)
+	Decision string // the core's decision; empty when the store failed
 }
 
 // Metrics receives counter increments. Implementations must be safe for
@@ -140,16 +145,31 @@ func (m *MemMetrics) Labels(c Counter) []Labels {
 		if ls[i].UseCase != ls[j].UseCase {
 			return ls[i].UseCase < ls[j].UseCase
 		}
-		return ls[i].Outcome < ls[j].Outcome
+		if ls[i].Event != ls[j].Event {
+			return ls[i].Event < ls[j].Event
+		}
+		return ls[i].Decision < ls[j].Decision
 	})
 	return ls
 }
 
-// observe counts what one applied event did. Every path that applies events
-// (executor, sweeper, reconciler) calls it, so the counters mean the same
-// whoever caused the transition.
-func observe(m Metrics, ev core.EventKind, a *Applied) {
-	l := Labels{UseCase: a.Record.Scope.UseCase, Outcome: a.Result.Decision.Kind.String()}
+// count counts what applying one event of kind ev to scope did: a store
+// failure, or the transition. Every path that applies events (a Flow, the
+// workers, CompleteIn) calls it with what store.Apply returned, so the
+// counters mean the same whoever caused the transition. The core refusing
+// an event is the caller's bad input and counts nothing here.
+func count(m Metrics, scope Scope, ev core.EventKind, a *store.Applied, err error) {
+	switch {
+	case err == nil:
+		observe(m, ev, a)
+	case !store.Refused(err):
+		m.Add(CounterStoreError, Labels{UseCase: scope.UseCase, Event: ev.String()}, 1)
+	}
+}
+
+// observe counts what one applied event did.
+func observe(m Metrics, ev core.EventKind, a *store.Applied) {
+	l := Labels{UseCase: a.Record.Scope.UseCase, Event: ev.String(), Decision: a.Result.Decision.Kind.String()}
 	add := func(c Counter) { m.Add(c, l, 1) }
 	before, after := a.Before, a.Record.Status
 	switch a.Result.Decision.Kind {

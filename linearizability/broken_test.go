@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // toyStore is the memory driver's logic in its simplest form (one lock, one
@@ -49,11 +49,11 @@ func newToy() *toyStore {
 	return &toyStore{records: map[core.Scope]*toyEntry{}, cache: map[core.Scope]*cached{}}
 }
 
-var _ idem.Store = (*toyStore)(nil)
+var _ store.Store = (*toyStore)(nil)
 
-func (s *toyStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+func (s *toyStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
-		return idem.Snapshot{}, err
+		return store.Snapshot{}, err
 	}
 	if s.planted() {
 		// Yield once the lock is released (defers run last first): other
@@ -64,7 +64,7 @@ func (s *toyStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tokens++
-	snap := idem.Snapshot{Now: time.Now(), FreshToken: core.Token(s.tokens), Record: core.Record{Scope: scope}}
+	snap := store.Snapshot{Now: time.Now(), FreshToken: core.Token(s.tokens), Record: core.Record{Scope: scope}}
 	if s.staleReads {
 		if c, ok := s.cache[scope]; ok && c.hits < 3 {
 			c.hits++
@@ -114,7 +114,7 @@ func (s *toyStore) Insert(ctx context.Context, rec *core.Record) error {
 	}
 	defer s.mu.Unlock()
 	if exists {
-		return fmt.Errorf("toy: insert: %w", idem.ErrConflict)
+		return fmt.Errorf("toy: insert: %w", store.ErrConflict)
 	}
 	e := &toyEntry{rec: *rec}
 	e.rec.Response = rec.Response.Clone()
@@ -133,7 +133,7 @@ func (s *toyStore) CompareAndSet(ctx context.Context, rec *core.Record, v uint64
 	defer s.mu.Unlock()
 	e, ok := s.records[rec.Scope]
 	if !ok || e.rec.Token != t || (e.rec.Version != v && !s.casIgnoresVersion) {
-		return fmt.Errorf("toy: compare-and-set: %w", idem.ErrConflict)
+		return fmt.Errorf("toy: compare-and-set: %w", store.ErrConflict)
 	}
 	prev := e.rec
 	e.rec = *rec
@@ -152,23 +152,23 @@ func (s *toyStore) Delete(ctx context.Context, scope core.Scope, v uint64, t cor
 	defer s.mu.Unlock()
 	e, ok := s.records[scope]
 	if !ok || e.rec.Token != t || (e.rec.Version != v && !s.deleteIgnoresVersion) {
-		return fmt.Errorf("toy: delete: %w", idem.ErrConflict)
+		return fmt.Errorf("toy: delete: %w", store.ErrConflict)
 	}
 	delete(s.records, scope)
 	return nil
 }
 
-func (s *toyStore) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.Record, error) {
+func (s *toyStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
 	return nil, ctx.Err()
 }
 
 func (s *toyStore) Wait(ctx context.Context, scope core.Scope, version uint64, token core.Token) error {
-	return idem.PollWait(ctx, s, scope, version, token, 100*time.Microsecond)
+	return store.PollWait(ctx, s, scope, version, token, 100*time.Microsecond)
 }
 
 // hunt records and checks store histories of s, as the suite's stress/store
 // does, until one is not Ok or histories have passed.
-func hunt(t *testing.T, s idem.Store, histories int, dir string) (Result, int) {
+func hunt(t *testing.T, s store.Store, histories int, dir string) (Result, int) {
 	t.Helper()
 	cfg := defaults()
 	cfg.seed = randomSeed()

@@ -193,7 +193,7 @@ func validateCommon(i, client int, call, ret int64, o Outcome) error {
 	return nil
 }
 
-// CheckStoreHistory checks that a history of idem.Store calls is
+// CheckStoreHistory checks that a history of store.Store calls is
 // linearizable with respect to StoreModel. This is the function for the
 // simulator: fill StoreOperation from its own event log (virtual
 // nanoseconds are fine), mark writes whose outcome the caller could not

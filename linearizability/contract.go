@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
+	"github.com/idemkit/idem/store"
 )
 
 // contract holds what the functional tests share.
 type contract struct {
 	cfg      *config
-	newStore func(*testing.T) idem.Store
+	newStore func(*testing.T) store.Store
 	d        digester
 }
 
-func runContract(t *testing.T, newStore func(*testing.T) idem.Store, cfg *config) {
+func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *config) {
 	c := &contract{cfg: cfg, newStore: newStore, d: digester{res: cfg.resolution}}
 	t.Run("load-absent", c.loadAbsent)
 	t.Run("fresh-tokens", c.freshTokens)
@@ -49,7 +49,7 @@ func (c *contract) scope(t *testing.T, i int) core.Scope {
 // clock is the store and a way to move its time: the controlled clock if
 // the driver gave one, else the store's own clock and real sleeps, with
 // leases to match.
-func (c *contract) clock(t *testing.T) (s idem.Store, advance func(time.Duration), lease time.Duration) {
+func (c *contract) clock(t *testing.T) (s store.Store, advance func(time.Duration), lease time.Duration) {
 	if c.cfg.clockStore != nil {
 		clk := fakeclock.New()
 		return c.cfg.clockStore(t, clk.Now), clk.Advance, 5 * time.Minute
@@ -68,7 +68,7 @@ func sample(sc core.Scope, now time.Time, token core.Token, version uint64) core
 	}
 }
 
-func load(t *testing.T, s idem.Store, sc core.Scope) idem.Snapshot {
+func load(t *testing.T, s store.Store, sc core.Scope) store.Snapshot {
 	t.Helper()
 	snap, err := s.Load(context.Background(), sc)
 	if err != nil {
@@ -81,7 +81,7 @@ func load(t *testing.T, s idem.Store, sc core.Scope) idem.Snapshot {
 }
 
 // same fails unless the stored record is want, field by field.
-func (c *contract) same(t *testing.T, s idem.Store, want core.Record) {
+func (c *contract) same(t *testing.T, s store.Store, want core.Record) {
 	t.Helper()
 	got := load(t, s, want.Scope).Record
 	if !c.d.equal(&got, &want) {
@@ -91,8 +91,8 @@ func (c *contract) same(t *testing.T, s idem.Store, want core.Record) {
 
 func wantConflict(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, idem.ErrConflict) {
-		t.Fatalf("%s: %v, want idem.ErrConflict", what, err)
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("%s: %v, want store.ErrConflict", what, err)
 	}
 }
 
@@ -331,15 +331,15 @@ func (c *contract) due(t *testing.T) {
 	for i := range scopes {
 		scopes[i] = c.scope(t, i)
 	}
-	apply := func(i int, ev core.Event) idem.Applied {
+	apply := func(i int, ev core.Event) store.Applied {
 		t.Helper()
-		a, err := idem.ApplyOver(ctx, s, &p, nil, scopes[i], ev)
+		a, err := applyOver(ctx, s, &p, scopes[i], ev)
 		if err != nil {
 			t.Fatalf("%v of scope %d: %v", ev.Kind, i, err)
 		}
 		return a
 	}
-	due := func(kind idem.DueKind, limit int) []int {
+	due := func(kind store.DueKind, limit int) []int {
 		t.Helper()
 		recs, err := s.Due(ctx, kind, limit)
 		if err != nil {
@@ -363,15 +363,15 @@ func (c *contract) due(t *testing.T) {
 		tokens[i] = apply(i, core.Event{Kind: core.EventReserve, Fingerprint: fpA}).Result.Decision.Token
 		advance(lease / 10)
 	}
-	if got := due(idem.DueSweep, 10); len(got) != 0 {
+	if got := due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("leases running, yet Due(sweep) lists scopes %v", got)
 	}
-	if got := due(idem.DueSweep, 0); len(got) != 0 {
+	if got := due(store.DueSweep, 0); len(got) != 0 {
 		t.Fatalf("Due(sweep, 0) lists scopes %v", got)
 	}
 	advance(lease + lease/5)
 	// Batches of 3 then 2, most overdue (earliest lease end) first.
-	if got := due(idem.DueSweep, 3); !slices.Equal(got, []int{0, 1, 2}) {
+	if got := due(store.DueSweep, 3); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("first batch of expired leases: scopes %v, want [0 1 2]", got)
 	}
 	for i := range 3 {
@@ -379,20 +379,20 @@ func (c *contract) due(t *testing.T) {
 			t.Fatalf("sweep of scope %d: %v", i, d)
 		}
 	}
-	if got := due(idem.DueSweep, 3); !slices.Equal(got, []int{3, 4}) {
+	if got := due(store.DueSweep, 3); !slices.Equal(got, []int{3, 4}) {
 		t.Fatalf("second batch: scopes %v, want [3 4]", got)
 	}
 	for i := 3; i < 5; i++ {
 		apply(i, core.Event{Kind: core.EventSweep})
 	}
-	if got := due(idem.DueSweep, 10); len(got) != 0 {
+	if got := due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("after the sweep, Due(sweep) lists scopes %v (unknown records are never swept)", got)
 	}
-	got := due(idem.DueReconcile, 10)
+	got := due(store.DueReconcile, 10)
 	if sorted := slices.Sorted(slices.Values(got)); !slices.Equal(sorted, []int{0, 1, 2, 3, 4}) {
 		t.Fatalf("Due(reconcile) lists scopes %v, want all five", got)
 	}
-	if got := due(idem.DueReconcile, 2); len(got) != 2 {
+	if got := due(store.DueReconcile, 2); len(got) != 2 {
 		t.Fatalf("Due(reconcile, 2) lists %d", len(got))
 	}
 	still := core.Event{Kind: core.EventResolve, Verdict: core.VerdictStillUnknown}
@@ -405,18 +405,18 @@ func (c *contract) due(t *testing.T) {
 	if d := apply(4, ev(still, 4)).Result.Decision.Kind; d != core.DecisionAbandoned {
 		t.Fatalf("second still-unknown of scope 4: %v, want abandoned", d)
 	}
-	if got := due(idem.DueReconcile, 10); !slices.Equal(got, []int{3}) {
+	if got := due(store.DueReconcile, 10); !slices.Equal(got, []int{3}) {
 		t.Fatalf("Due(reconcile) lists scopes %v, want [3] (0 backs off, 1 and 2 settled, 4 abandoned)", got)
 	}
 	advance(lease + lease/10)
-	if got := due(idem.DueReconcile, 10); !slices.Equal(got, []int{3, 0}) {
+	if got := due(store.DueReconcile, 10); !slices.Equal(got, []int{3, 0}) {
 		t.Fatalf("after the backoff, Due(reconcile) lists scopes %v, want [3 0] (most overdue first)", got)
 	}
-	if got := due(idem.DueSweep, 10); len(got) != 0 {
+	if got := due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("settled records listed for sweeping before their TTL: scopes %v", got)
 	}
 	advance(2 * lease)
-	if got := due(idem.DueSweep, 10); !slices.Equal(got, []int{1, 2}) {
+	if got := due(store.DueSweep, 10); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("past the TTL, Due(sweep) lists scopes %v, want [1 2]", got)
 	}
 	for _, i := range []int{1, 2} {
@@ -424,7 +424,7 @@ func (c *contract) due(t *testing.T) {
 			t.Fatalf("sweep of scope %d past its TTL: %v", i, d)
 		}
 	}
-	if got := due(idem.DueSweep, 10); len(got) != 0 {
+	if got := due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("soft-expired records still listed: scopes %v", got)
 	}
 }
@@ -506,12 +506,12 @@ func (c *contract) cancelledContext(t *testing.T) {
 	if err := s.Delete(ctx, sc, 1, rec.Token); err == nil {
 		t.Error("Delete with a cancelled context succeeded")
 	}
-	if _, err := s.Due(ctx, idem.DueSweep, 10); err == nil {
+	if _, err := s.Due(ctx, store.DueSweep, 10); err == nil {
 		t.Error("Due with a cancelled context succeeded")
 	}
-	if a, ok := s.(idem.Applier); ok {
+	if a, ok := s.(store.Applier); ok {
 		p := core.DefaultPolicy()
-		if err := a.Apply(ctx, sc, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, &p, new(idem.Applied)); err == nil {
+		if err := a.Apply(ctx, sc, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, &p, new(store.Applied)); err == nil {
 			t.Error("Apply with a cancelled context succeeded")
 		}
 	}
@@ -521,8 +521,8 @@ func (c *contract) cancelledContext(t *testing.T) {
 // loop does, step by step, on two scopes of one store.
 func (c *contract) applier(t *testing.T) {
 	s, advance, lease := c.clock(t)
-	if _, ok := s.(idem.Applier); !ok {
-		t.Log("not an idem.Applier: nothing to compare")
+	if _, ok := s.(store.Applier); !ok {
+		t.Log("not an store.Applier: nothing to compare")
 		return
 	}
 	ctx := context.Background()
@@ -530,7 +530,7 @@ func (c *contract) applier(t *testing.T) {
 	p.LeaseDuration = lease
 	paths := []struct {
 		name  string
-		store idem.Store
+		store store.Store
 		scope core.Scope
 		token core.Token
 	}{{"apply", s, c.scope(t, 0), 0}, {"compare-and-set", casOnly{s}, c.scope(t, 1), 0}}
@@ -556,14 +556,14 @@ func (c *contract) applier(t *testing.T) {
 		{core.Event{Kind: core.EventFail}, core.DecisionConflict, 0},
 	}
 	for i, st := range script {
-		var got [2]idem.Applied
+		var got [2]store.Applied
 		for j := range paths {
 			pa := &paths[j]
 			ev := st.ev
 			if ev.Kind != core.EventReserve {
 				ev.Token = pa.token
 			}
-			a, err := idem.ApplyOver(ctx, pa.store, &p, nil, pa.scope, ev)
+			a, err := applyOver(ctx, pa.store, &p, pa.scope, ev)
 			if err != nil {
 				t.Fatalf("step %d (%v) through %s: %v", i, ev.Kind, pa.name, err)
 			}
@@ -593,7 +593,7 @@ func (c *contract) applier(t *testing.T) {
 	// Bad input: the core refuses, nothing is written.
 	for _, pa := range paths {
 		before := load(t, pa.store, pa.scope).Record
-		_, err := idem.ApplyOver(ctx, pa.store, &p, nil, pa.scope, core.Event{Kind: core.EventComplete, Token: pa.token, Response: core.Response{StatusCode: 99}})
+		_, err := applyOver(ctx, pa.store, &p, pa.scope, core.Event{Kind: core.EventComplete, Token: pa.token, Response: core.Response{StatusCode: 99}})
 		if !errors.Is(err, core.ErrResponseInvalid) {
 			t.Fatalf("invalid response through %s: %v, want core.ErrResponseInvalid", pa.name, err)
 		}

@@ -8,7 +8,7 @@
 // Two porcupine models, both partitioned by scope (a history of many scopes
 // is checked one scope at a time, in parallel):
 //
-//   - StoreModel is the sequential specification of an idem.Store: Load
+//   - StoreModel is the sequential specification of an store.Store: Load
 //     reads exactly the stored record with a fresh token greater than every
 //     token a load of the scope handed out before, deleted records included;
 //     Insert succeeds if and only if there is no record; CompareAndSet and
@@ -51,7 +51,7 @@
 // A driver's tests call RunStoreSuite with a factory of stores:
 //
 //	func TestConformance(t *testing.T) {
-//		linearizability.RunStoreSuite(t, func(t *testing.T) idem.Store {
+//		linearizability.RunStoreSuite(t, func(t *testing.T) store.Store {
 //			s := pgstore.New(testPool(t)) // empty, or holding none of the suite's scopes
 //			t.Cleanup(func() { s.Close() })
 //			return s
@@ -66,7 +66,7 @@
 // WithControlledClock, the lease, TTL and Due tests run on a clock the suite
 // moves; otherwise on the store's own clock with short leases and real
 // sleeps), then stress tests: goroutines on a few scopes through the raw
-// Store, through idem.ApplyOver, and through Executor.Do beside a sweeper and
+// Store, through store.Apply, and through Executor.Do beside a sweeper and
 // a reconciler, each history recorded with a monotonic clock and checked by
 // porcupine within a time budget. An Applier store is stressed both through
 // Apply and through load-step-write. A history that is Illegal, or Unknown

@@ -1,10 +1,12 @@
 package linearizability
 
 import (
+	"context"
 	"fmt"
 	"math"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // Pending is the return time porcupine is given for an operation whose
@@ -21,7 +23,7 @@ const (
 	// read what Record and FreshToken say.
 	OutcomeOK Outcome = iota + 1
 	// OutcomeConflict: a write's precondition did not hold
-	// (idem.ErrConflict), so nothing was written. Store operations only.
+	// (store.ErrConflict), so nothing was written. Store operations only.
 	OutcomeConflict
 	// OutcomeFailed: the call failed and is known to have had no effect: a
 	// load that failed, a write refused before it was sent, an event the core
@@ -45,7 +47,7 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
 
-// StoreOpKind is the idem.Store method a StoreOperation called.
+// StoreOpKind is the store.Store method a StoreOperation called.
 type StoreOpKind uint8
 
 const (
@@ -65,7 +67,7 @@ func (k StoreOpKind) String() string {
 	return fmt.Sprintf("store_op(%d)", uint8(k))
 }
 
-// StoreOperation is one call of an idem.Store method on one scope, as its
+// StoreOperation is one call of an store.Store method on one scope, as its
 // caller saw it. A Recorder fills these from a live store; the simulator
 // fills them from its own event log, on its virtual clock.
 //
@@ -95,7 +97,7 @@ type StoreOperation struct {
 	Outcome    Outcome
 }
 
-// LifecycleOperation is one event applied to one scope (idem.ApplyOver, an
+// LifecycleOperation is one event applied to one scope (store.Apply, an
 // Applier's Apply, or the simulator's Op), as its caller saw it.
 //
 // With OutcomeOK the check replays Event on the model's record with
@@ -125,4 +127,12 @@ type LifecycleOperation struct {
 	// (OutcomeOK), or the record the ambiguous write carried (WriteKnown).
 	Record     core.Record
 	WriteKnown bool
+}
+
+// applyOver is store.Apply with an Applied of its own, for tests and
+// stress runs that keep each outcome.
+func applyOver(ctx context.Context, s store.Store, p *core.Policy, scope core.Scope, ev core.Event) (store.Applied, error) {
+	var a store.Applied
+	err := store.Apply(ctx, s, scope, ev, p, &a)
+	return a, err
 }

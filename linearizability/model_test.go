@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -165,7 +165,7 @@ func TestMalformedHistories(t *testing.T) {
 func lifecycleRun(t *testing.T, p core.Policy, hide bool, evs ...core.Event) ([]LifecycleOperation, *fakeclock.Clock) {
 	t.Helper()
 	clk := fakeclock.New()
-	var s idem.Store = memstore.New(memstore.Options{Clock: clk.Now})
+	var s store.Store = memstore.New(memstore.Options{Clock: clk.Now})
 	if hide {
 		s = casOnly{s}
 	}
@@ -175,7 +175,7 @@ func lifecycleRun(t *testing.T, p core.Policy, hide bool, evs ...core.Event) ([]
 		if ev.Kind != core.EventReserve && ev.Kind != core.EventSweep && ev.Token == 0 {
 			ev.Token = token
 		}
-		a, err := idem.ApplyOver(context.Background(), rec.Client(0), &p, nil, scopeX, ev)
+		a, err := applyOver(context.Background(), rec.Client(0), &p, scopeX, ev)
 		if err != nil {
 			t.Fatalf("%v: %v", ev.Kind, err)
 		}
@@ -307,7 +307,7 @@ func shift(op LifecycleOperation, d int64) LifecycleOperation {
 // error (an ambiguous commit), so that the ambiguity model is checked
 // against what really happened.
 type faulty struct {
-	idem.Store
+	store.Store
 	mu  sync.Mutex
 	rng *rand.Rand
 	n   atomic.Int64
@@ -358,8 +358,8 @@ func (f *faulty) Delete(ctx context.Context, sc core.Scope, v uint64, tok core.T
 // faultyApplier also fails Apply before or after it applies.
 type faultyApplier struct{ *faulty }
 
-func (f faultyApplier) Apply(ctx context.Context, sc core.Scope, ev core.Event, p *core.Policy, a *idem.Applied) error {
-	return f.write(func() error { return f.Store.(idem.Applier).Apply(ctx, sc, ev, p, a) })
+func (f faultyApplier) Apply(ctx context.Context, sc core.Scope, ev core.Event, p *core.Policy, a *store.Applied) error {
+	return f.write(func() error { return f.Store.(store.Applier).Apply(ctx, sc, ev, p, a) })
 }
 
 // TestAmbiguousCommitsAreLinearizable runs the stresses over a correct
@@ -381,7 +381,7 @@ func TestAmbiguousCommitsAreLinearizable(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &faulty{Store: casOnly{memstore.New(memstore.Options{})}, rng: rand.New(rand.NewPCG(cfg.seed, 1))}
-			var s idem.Store = f
+			var s store.Store = f
 			if c.applier {
 				f.Store = memstore.New(memstore.Options{})
 				s = faultyApplier{f}

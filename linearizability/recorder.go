@@ -6,18 +6,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
-// Recorder wraps an idem.Store and records the history of what its clients
+// Recorder wraps an store.Store and records the history of what its clients
 // do: every Load, Insert, CompareAndSet and Delete as a StoreOperation, and
 // every event applied through ApplyOver (or an executor) as a
 // LifecycleOperation. Each client gets its own view (Client), so that the
 // visualization shows one row per client. It is safe for concurrent use.
 type Recorder struct {
-	inner   idem.Store
-	applier idem.Applier // inner's fast path, or nil
+	inner   store.Store
+	applier store.Applier // inner's fast path, or nil
 	now     func() int64
 
 	mu    sync.Mutex
@@ -28,18 +28,18 @@ type Recorder struct {
 // NewRecorder records the history of s. now gives the timestamps, in
 // nanoseconds, and must never go back; nil means the monotonic time since
 // NewRecorder.
-func NewRecorder(s idem.Store, now func() int64) *Recorder {
+func NewRecorder(s store.Store, now func() int64) *Recorder {
 	if now == nil {
 		start := time.Now()
 		now = func() int64 { return int64(time.Since(start)) }
 	}
 	r := &Recorder{inner: s, now: now}
-	r.applier, _ = s.(idem.Applier)
+	r.applier, _ = s.(store.Applier)
 	return r
 }
 
 // Client is the view of the store for client id (from 0). It is an
-// idem.Store and an idem.Applier: ApplyOver and executors over it record one
+// store.Store and an store.Applier: ApplyOver and executors over it record one
 // LifecycleOperation per event. When the recorded store is an Applier its
 // Apply is used; otherwise the view loads, steps and writes by the core's
 // contract (idem.Op) and records those store calls as well.
@@ -78,8 +78,8 @@ type RecordingStore struct {
 }
 
 var (
-	_ idem.Store   = (*RecordingStore)(nil)
-	_ idem.Applier = (*RecordingStore)(nil)
+	_ store.Store   = (*RecordingStore)(nil)
+	_ store.Applier = (*RecordingStore)(nil)
 )
 
 // writeOutcome classifies a write's error: nil applied, ErrConflict did
@@ -88,14 +88,14 @@ func writeOutcome(err error) Outcome {
 	switch {
 	case err == nil:
 		return OutcomeOK
-	case errors.Is(err, idem.ErrConflict):
+	case errors.Is(err, store.ErrConflict):
 		return OutcomeConflict
 	}
 	return OutcomeUnknown
 }
 
-// Load implements idem.Store.
-func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+// Load implements store.Store.
+func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	op := StoreOperation{Client: c.client, Kind: StoreLoad, Scope: scope, Call: c.r.now()}
 	snap, err := c.r.inner.Load(ctx, scope)
 	op.Return = c.r.now()
@@ -108,7 +108,7 @@ func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (idem.Snaps
 	return snap, err
 }
 
-// Insert implements idem.Store.
+// Insert implements store.Store.
 func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
 	op := StoreOperation{Client: c.client, Kind: StoreInsert, Scope: rec.Scope, Record: *rec}
 	op.Record.Response = rec.Response.Clone()
@@ -120,7 +120,7 @@ func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
 	return err
 }
 
-// CompareAndSet implements idem.Store.
+// CompareAndSet implements store.Store.
 func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {
 	op := StoreOperation{Client: c.client, Kind: StoreCompareAndSet, Scope: rec.Scope, Record: *rec, ExpectVersion: expectVersion, ExpectToken: expectToken}
 	op.Record.Response = rec.Response.Clone()
@@ -132,7 +132,7 @@ func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, ex
 	return err
 }
 
-// Delete implements idem.Store.
+// Delete implements store.Store.
 func (c *RecordingStore) Delete(ctx context.Context, scope core.Scope, expectVersion uint64, expectToken core.Token) error {
 	op := StoreOperation{Client: c.client, Kind: StoreDelete, Scope: scope, ExpectVersion: expectVersion, ExpectToken: expectToken}
 	op.Call = c.r.now()
@@ -143,19 +143,19 @@ func (c *RecordingStore) Delete(ctx context.Context, scope core.Scope, expectVer
 	return err
 }
 
-// Due implements idem.Store; it is not recorded (a hint, not a read the
+// Due implements store.Store; it is not recorded (a hint, not a read the
 // model checks).
-func (c *RecordingStore) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.Record, error) {
+func (c *RecordingStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
 	return c.r.inner.Due(ctx, kind, limit)
 }
 
-// Wait implements idem.Store; it is not recorded (it may return spuriously).
+// Wait implements store.Store; it is not recorded (it may return spuriously).
 func (c *RecordingStore) Wait(ctx context.Context, scope core.Scope, version uint64, token core.Token) error {
 	return c.r.inner.Wait(ctx, scope, version, token)
 }
 
-// Apply implements idem.Applier and records one LifecycleOperation.
-func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *idem.Applied) error {
+// Apply implements store.Applier and records one LifecycleOperation.
+func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *store.Applied) error {
 	op := LifecycleOperation{Client: c.client, Scope: scope, Event: ev}
 	op.Event.Response = ev.Response.Clone()
 	op.Call = c.r.now()
@@ -183,17 +183,18 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 		return err
 	}
 	obs := &observer{RecordingStore: c}
-	o := idem.NewOp(p, nil, scope, ev)
-	for o.Pending() != idem.OpDone {
+	o := store.NewOp(scope, ev, p)
+	for !o.Done() {
 		o.Do(ctx, obs)
 	}
-	*a, err = o.Result()
+	applied, err := o.Result()
+	*a = *applied
 	op.Return = c.r.now()
 	switch {
 	case err == nil:
 		op.Outcome = OutcomeOK
 		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
-	case obs.lastLoad || obs.lastErr == nil || errors.Is(obs.lastErr, idem.ErrConflict):
+	case obs.lastLoad || obs.lastErr == nil || errors.Is(obs.lastErr, store.ErrConflict):
 		// The last call was a load (it failed, or the core refused what it
 		// read), or every write lost its race: nothing was written.
 		op.Outcome = OutcomeFailed
@@ -221,7 +222,7 @@ type observer struct {
 	lastErr  error
 }
 
-func (o *observer) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+func (o *observer) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	snap, err := o.RecordingStore.Load(ctx, scope)
 	o.lastLoad, o.lastErr = true, err
 	if err == nil {

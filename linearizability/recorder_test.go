@@ -5,14 +5,14 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
 // failAfter applies the next write, then reports an error: an ambiguous commit.
 type failAfter struct {
-	idem.Store
+	store.Store
 	armed bool
 }
 
@@ -67,12 +67,12 @@ func TestRecorderClassifiesOutcomes(t *testing.T) {
 	// Events through load-step-write: the fresh token and the store's time
 	// are recorded; an ambiguous write is recorded with the write it was.
 	p := core.DefaultPolicy()
-	a, err := idem.ApplyOver(ctx, c, &p, nil, scopeY, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
+	a, err := applyOver(ctx, c, &p, scopeY, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.armed = true
-	_, err = idem.ApplyOver(ctx, c, &p, nil, scopeY, core.Event{Kind: core.EventHeartbeat, Token: a.Result.Decision.Token})
+	_, err = applyOver(ctx, c, &p, scopeY, core.Event{Kind: core.EventHeartbeat, Token: a.Result.Decision.Token})
 	if err == nil {
 		t.Fatal("the ambiguous heartbeat succeeded")
 	}
@@ -94,7 +94,7 @@ func TestRecorderClassifiesOutcomes(t *testing.T) {
 	m := memstore.New(memstore.Options{})
 	rec = NewRecorder(m, nil)
 	for range 2 {
-		if _, err := idem.ApplyOver(ctx, rec.Client(0), &p, nil, scopeX, core.Event{Kind: core.EventReserve, Fingerprint: fpA}); err != nil {
+		if _, err := applyOver(ctx, rec.Client(0), &p, scopeX, core.Event{Kind: core.EventReserve, Fingerprint: fpA}); err != nil {
 			t.Fatal(err)
 		}
 	}

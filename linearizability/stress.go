@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 var (
@@ -242,7 +243,7 @@ func (c *counter) String() string {
 // (often stale by then); the others are edge cases: inserts over a record,
 // compare-and-set and delete with a wrong precondition, deletes of a
 // deleted record.
-func stressStore(ctx context.Context, s idem.Store, h *historySpec) (*historyOut, error) {
+func stressStore(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error) {
 	rec := NewRecorder(s, nil)
 	var seen counter
 	goAll(h.cfg.goroutines, func(g int, round func()) {
@@ -253,9 +254,9 @@ func stressStore(ctx context.Context, s idem.Store, h *historySpec) (*historyOut
 	return out, nil
 }
 
-func storeWorker(ctx context.Context, c idem.Store, h *historySpec, g, ops int, seen *counter, round func()) {
+func storeWorker(ctx context.Context, c store.Store, h *historySpec, g, ops int, seen *counter, round func()) {
 	rng := h.rng(g)
-	views := map[core.Scope]*idem.Snapshot{}
+	views := map[core.Scope]*store.Snapshot{}
 	p := core.DefaultPolicy()
 	p.LeaseDuration, p.TTL = time.Millisecond, 2*time.Millisecond
 	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 3
@@ -306,7 +307,7 @@ func storeWorker(ctx context.Context, c idem.Store, h *historySpec, g, ops int, 
 // coreWrite is the write core.Step makes of a random event on the view's
 // record, at the view's time or a little later (so that leases and TTLs
 // run out); false when the event writes nothing.
-func coreWrite(rng *rand.Rand, v *idem.Snapshot, p *core.Policy) (core.Record, core.Write, bool) {
+func coreWrite(rng *rand.Rand, v *store.Snapshot, p *core.Policy) (core.Record, core.Write, bool) {
 	pol := *p
 	if rng.IntN(3) == 0 {
 		pol.Fail = core.FailEvict
@@ -370,7 +371,7 @@ func randomEvent(rng *rand.Rand, owner, fresh core.Token) core.Event {
 // edgeWrite is a write meant to test a precondition: an insert over
 // whatever is there, a compare-and-set on a stale version or a foreign
 // token, a delete of what may be gone already.
-func edgeWrite(rng *rand.Rand, v *idem.Snapshot, p *core.Policy) (core.Record, core.Write, bool) {
+func edgeWrite(rng *rand.Rand, v *store.Snapshot, p *core.Policy) (core.Record, core.Write, bool) {
 	cur := v.Record
 	switch rng.IntN(3) {
 	case 0:
@@ -410,7 +411,7 @@ func edgeWrite(rng *rand.Rand, v *idem.Snapshot, p *core.Policy) (core.Record, c
 }
 
 // doWrite performs w with next as the record to store.
-func doWrite(ctx context.Context, c idem.Store, w core.Write, next *core.Record, sc core.Scope) error {
+func doWrite(ctx context.Context, c store.Store, w core.Write, next *core.Record, sc core.Scope) error {
 	switch w.Kind {
 	case core.WriteInsert:
 		return c.Insert(ctx, next)
@@ -428,11 +429,11 @@ func doWrite(ctx context.Context, c idem.Store, w core.Write, next *core.Record,
 
 // --- stress/lifecycle -------------------------------------------------------
 
-// stressLifecycle has goroutines apply random events through idem.ApplyOver:
+// stressLifecycle has goroutines apply random events through store.Apply:
 // reserves with one of two fingerprints, owner events with the latest token
 // or an older one, resolves, sweeps, and pauses long enough for leases and
 // TTLs to run out on the store's own clock.
-func stressLifecycle(ctx context.Context, s idem.Store, h *historySpec) (*historyOut, error) {
+func stressLifecycle(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error) {
 	rec := NewRecorder(s, nil)
 	rng := h.rng(1 << 15)
 	p := core.DefaultPolicy()
@@ -463,7 +464,7 @@ func stressLifecycle(ctx context.Context, s idem.Store, h *historySpec) (*histor
 			ev := randomEvent(rng, owner, 1) // the store replaces the fresh token
 			round()
 			cctx, cancel := maybeDeadline(ctx, rng)
-			a, err := idem.ApplyOver(cctx, c, &p, nil, sc, ev)
+			a, err := applyOver(cctx, c, &p, sc, ev)
 			cancel()
 			switch {
 			case err == nil:
@@ -471,7 +472,7 @@ func stressLifecycle(ctx context.Context, s idem.Store, h *historySpec) (*histor
 				if a.Result.Decision.Kind == core.DecisionExecute {
 					tokens.add(sc, a.Result.Decision.Token)
 				}
-			case idem.DriverBug(err):
+			case store.DriverBug(err):
 				mu.Lock()
 				problems = append(problems, fmt.Sprintf("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, sc, err))
 				mu.Unlock()
@@ -568,7 +569,7 @@ func (d *downstream) find(sc core.Scope, token core.Token) idem.Finding {
 // executors do not heartbeat), beside a sweeper and a reconciler that asks
 // the downstream. Besides linearizability it checks at most one side effect
 // per scope and byte-identical replays.
-func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*historyOut, error) {
+func stressExecutor(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error) {
 	rec := NewRecorder(s, nil)
 	rng := h.rng(1 << 15)
 	p := core.DefaultPolicy()
@@ -597,7 +598,7 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	bgLoop := func(client int, kind idem.DueKind, eventFor func(*core.Record, *rand.Rand) core.Event) {
+	bgLoop := func(client int, kind store.DueKind, eventFor func(*core.Record, *rand.Rand) core.Event) {
 		defer bg.Done()
 		c := rec.Client(client)
 		rng := h.rng(client)
@@ -613,15 +614,15 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 	}
 	bg.Add(2)
 	G := h.cfg.goroutines
-	go bgLoop(G, idem.DueSweep, func(*core.Record, *rand.Rand) core.Event {
+	go bgLoop(G, store.DueSweep, func(*core.Record, *rand.Rand) core.Event {
 		return core.Event{Kind: core.EventSweep}
 	})
-	go bgLoop(G+1, idem.DueReconcile, func(r *core.Record, rng *rand.Rand) core.Event {
+	go bgLoop(G+1, store.DueReconcile, func(r *core.Record, rng *rand.Rand) core.Event {
 		f := idem.Finding{Verdict: core.VerdictStillUnknown}
 		if rng.IntN(5) != 0 {
 			f = down.find(r.Scope, r.Token)
 		}
-		return idem.ResolveEvent(r, f)
+		return core.Event{Kind: core.EventResolve, Token: r.Token, Verdict: f.Verdict, Response: f.Response}
 	})
 
 	goAll(G, func(g int, round func()) {
@@ -682,7 +683,7 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 				mu.Unlock()
 			case err == nil:
 				answers.add(res.Kind.String())
-			case idem.DriverBug(err):
+			case store.DriverBug(err):
 				problem("Do on %s: the store handed the core a bad record or token: %v", sc, err)
 			case errors.Is(err, context.DeadlineExceeded):
 				answers.add("deadline") // the caller gave up while waiting
@@ -713,7 +714,7 @@ func stressExecutor(ctx context.Context, s idem.Store, h *historySpec) (*history
 
 // dueAndApply is one pass of a sweeper or reconciler over the history's own
 // scopes (the store may hold other records).
-func dueAndApply(ctx context.Context, c idem.Store, p *core.Policy, h *historySpec, kind idem.DueKind, rng *rand.Rand,
+func dueAndApply(ctx context.Context, c store.Store, p *core.Policy, h *historySpec, kind store.DueKind, rng *rand.Rand,
 	eventFor func(*core.Record, *rand.Rand) core.Event, problem func(string, ...any)) {
 	recs, err := c.Due(ctx, kind, 100)
 	if err != nil {
@@ -726,7 +727,7 @@ func dueAndApply(ctx context.Context, c idem.Store, p *core.Policy, h *historySp
 			continue
 		}
 		ev := eventFor(r, rng)
-		if _, err := idem.ApplyOver(ctx, c, p, nil, r.Scope, ev); idem.DriverBug(err) {
+		if _, err := applyOver(ctx, c, p, r.Scope, ev); store.DriverBug(err) {
 			problem("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, r.Scope, err)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // Environment variables read by RunStoreSuite. They win over the options, so
@@ -34,7 +34,7 @@ type config struct {
 	seed         uint64
 	seedSet      bool
 	resolution   time.Duration
-	clockStore   func(t *testing.T, now func() time.Time) idem.Store
+	clockStore   func(t *testing.T, now func() time.Time) store.Store
 	visualDir    string
 	realLease    time.Duration
 }
@@ -83,7 +83,7 @@ func WithTimeResolution(d time.Duration) Option { return func(c *config) { c.res
 // controls, for the contract tests of leases, TTLs and Due. Without it those
 // tests run on the store's own clock with short leases and real sleeps
 // (WithRealLease). The stress tests never need it.
-func WithControlledClock(newStore func(t *testing.T, now func() time.Time) idem.Store) Option {
+func WithControlledClock(newStore func(t *testing.T, now func() time.Time) store.Store) Option {
 	return func(c *config) { c.clockStore = newStore }
 }
 
@@ -96,7 +96,7 @@ func WithRealLease(d time.Duration) Option { return func(c *config) { c.realLeas
 // directory under os.TempDir() by default; the path is logged).
 func WithVisualizationDir(dir string) Option { return func(c *config) { c.visualDir = dir } }
 
-// RunStoreSuite is the conformance suite of an idem.Store driver. newStore
+// RunStoreSuite is the conformance suite of an store.Store driver. newStore
 // is called once per sub-test and must return an empty store: the Due tests
 // list every due record. (Every history uses fresh random keys and deletes
 // the records it made, so the stress tests share one store across their
@@ -113,18 +113,18 @@ func WithVisualizationDir(dir string) Option { return func(c *config) { c.visual
 //     Delete on a few scopes, with some context deadlines, the history
 //     checked against StoreModel;
 //   - stress/lifecycle: goroutines applying random events through
-//     idem.ApplyOver, checked against LifecycleModel (and, when the store
+//     store.Apply, checked against LifecycleModel (and, when the store
 //     goes through load-step-write, its store calls against StoreModel);
 //   - stress/executor: goroutines calling Executor.Do with actions that
 //     succeed, fail, err or outlive their lease, beside a sweeper and a
 //     reconciler, checked as above, plus at-most-once and replay fidelity.
 //
-// When the store is an idem.Applier, the lifecycle and executor stresses run
+// When the store is an store.Applier, the lifecycle and executor stresses run
 // twice: through Apply, and with Apply hidden (load, step, compare-and-set).
 // A history that is not linearizable, or that porcupine cannot decide within
 // the budget, fails the test with the seed and the path of an HTML
 // visualization.
-func RunStoreSuite(t *testing.T, newStore func(t *testing.T) idem.Store, opts ...Option) {
+func RunStoreSuite(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
 	t.Helper()
 	cfg := defaults()
 	for _, o := range opts {
@@ -177,13 +177,13 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) idem.Store, opts ..
 // variantStore is the store as given, or with its Applier hidden; the
 // hidden variant of a store that is not an Applier is the same test, so it
 // is not run twice (and says so).
-func variantStore(t *testing.T, newStore func(*testing.T) idem.Store, hide bool) (idem.Store, bool) {
+func variantStore(t *testing.T, newStore func(*testing.T) store.Store, hide bool) (store.Store, bool) {
 	s := newStore(t)
 	if !hide {
 		return s, true
 	}
-	if _, ok := s.(idem.Applier); !ok {
-		t.Log("the store is not an idem.Applier: the variant without Apply is the one above")
+	if _, ok := s.(store.Applier); !ok {
+		t.Log("the store is not an store.Applier: the variant without Apply is the one above")
 		return nil, false
 	}
 	return HideApplier(s), true
@@ -192,9 +192,9 @@ func variantStore(t *testing.T, newStore func(*testing.T) idem.Store, hide bool)
 // HideApplier returns s without its Apply method, if it has one, so that
 // idem.ApplyInto and an Executor over it go through Load and compare-and-set:
 // the path of every driver, which a driver with a fast path must pass too.
-func HideApplier(s idem.Store) idem.Store { return casOnly{s} }
+func HideApplier(s store.Store) store.Store { return casOnly{s} }
 
-type casOnly struct{ idem.Store }
+type casOnly struct{ store.Store }
 
 func randomSeed() uint64 {
 	var b [8]byte
@@ -205,7 +205,7 @@ func randomSeed() uint64 {
 }
 
 // stressFunc runs one history on s and returns what to check.
-type stressFunc func(ctx context.Context, s idem.Store, h *historySpec) (*historyOut, error)
+type stressFunc func(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error)
 
 // historySpec is what one history is told.
 type historySpec struct {
@@ -228,7 +228,7 @@ type historyOut struct {
 	summaries []string // what happened, for the log of the first history
 }
 
-func runHistories(t *testing.T, cfg *config, s idem.Store, name string, windows int, f stressFunc) {
+func runHistories(t *testing.T, cfg *config, s store.Store, name string, windows int, f stressFunc) {
 	t.Helper()
 	ctx := context.Background()
 	var totals [2]int
@@ -282,7 +282,7 @@ func runHistories(t *testing.T, cfg *config, s idem.Store, name string, windows 
 
 // cleanup deletes the records a history left, so that a store shared by
 // histories lists only the current one's in Due.
-func cleanup(ctx context.Context, s idem.Store, scopes []core.Scope) {
+func cleanup(ctx context.Context, s store.Store, scopes []core.Scope) {
 	for _, sc := range scopes {
 		for range 10 {
 			snap, err := s.Load(ctx, sc)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 var (
@@ -109,7 +110,7 @@ type serverCall struct {
 	epoch  int
 	att    *attempt
 	scope  int32
-	call   *idem.Call
+	call   *idem.Flow
 	token  core.Token // the attempt's own token, once granted
 	hbStop bool
 	main   opRun  // every apply of the call, one at a time
@@ -163,7 +164,7 @@ func (c *serverCall) run(r *opRun, kind uint8, ev core.Event) {
 // answer arrives after the store's latency, with the world going on in
 // between.
 type opRun struct {
-	op   idem.Op
+	op   store.Op
 	meta opMeta
 }
 
@@ -197,7 +198,7 @@ func (c *serverCall) handle(kind uint8) {
 
 // runOp starts applying ev for c in r; done gets the outcome.
 func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event) {
-	r.op.Reset(&w.policy, w.metrics, w.scopes[meta.scope], ev)
+	r.op.Reset(w.scopes[meta.scope], ev, &w.policy)
 	r.meta = meta
 	w.opCall(c, r, kind)
 }
@@ -213,7 +214,7 @@ func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
 }
 
 func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
-	if r.op.Pending() != idem.OpDone {
+	if !r.op.Done() {
 		w.opCall(c, r, kind)
 		return
 	}
@@ -227,7 +228,7 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	if kind == evHbStep {
 		c.beaten(a, err)
 	} else {
-		c.call.Applied(&a, err)
+		c.call.ApplyDone(a, err)
 		c.advance()
 	}
 }
@@ -235,7 +236,7 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 // storeView is the store as the policy sees it. lease-reexecute's view shows
 // a record whose lease expired as failed_retryable, so that the core hands
 // the key to a new attempt: the anti-pattern of re-running on lease expiry.
-func (w *world) storeView() idem.Store {
+func (w *world) storeView() store.Store {
 	if w.cfg.Policy == PolicyLeaseReexecute {
 		return leaseReexecuteView{w.store}
 	}
@@ -244,7 +245,7 @@ func (w *world) storeView() idem.Store {
 
 type leaseReexecuteView struct{ *faultyStore }
 
-func (v leaseReexecuteView) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+func (v leaseReexecuteView) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	snap, err := v.faultyStore.Load(ctx, scope)
 	r := &snap.Record
 	expired := r.Status == core.StatusInProgress && !snap.Now.Before(r.LockedUntil)
@@ -273,7 +274,7 @@ func (c *serverCall) wait(eff idem.Effect) {
 	wt := &waiter{}
 	wt.fn = func() {
 		c.s.run(c.epoch, func() {
-			c.call.Waited(timeSince(w.now, start))
+			c.call.WaitDone(timeSince(w.now, start))
 			c.advance()
 		})
 	}
@@ -311,7 +312,7 @@ func (c *serverCall) actionStep(kind uint8) {
 	w, s := c.s.w, c.s
 	switch kind {
 	case evActionRefused:
-		c.finishAction(idem.Outcome{Err: idem.NotExecuted(errGatewayRefused)}, outcomeNotExecuted)
+		c.finishAction(core.Response{}, idem.NotExecuted(errGatewayRefused), outcomeNotExecuted)
 	case evActionSend:
 		w.afterOnH(s, c.epoch, int64(w.cfg.GatewayTimeout), c, evActionTimeout)
 		if w.fault(FaultDisconnect, w.rng.net) {
@@ -324,9 +325,9 @@ func (c *serverCall) actionStep(kind uint8) {
 		}
 		w.afterH(w.netLatency(), c, evActionAtGateway)
 	case evActionTimeout:
-		c.finishAction(idem.Outcome{Err: errGatewayTimeout}, outcomeUnknown)
+		c.finishAction(core.Response{}, errGatewayTimeout, outcomeUnknown)
 	case evActionCancelled:
-		c.finishAction(idem.Outcome{Err: context.Canceled}, outcomeUnknown)
+		c.finishAction(core.Response{}, context.Canceled, outcomeUnknown)
 	case evActionAtGateway: // the gateway's own event: no server's crash or pause stops it
 		c.gwResult = w.gateway.handle(w, c.scope, c.att.req, c.attempt.Token, c.attempt.LockedUntil)
 		w.afterH(w.gatewayLatency()+w.netLatency(), c, evActionAnswered)
@@ -343,16 +344,16 @@ func (c *serverCall) actionStep(kind uint8) {
 		s.runEvent(event{h: c, kind: evActionDone, srv: s, epoch: c.epoch})
 	case evActionDone:
 		if c.gwResult.charge == nil {
-			c.finishAction(idem.Outcome{Err: idem.NotExecuted(errDeadlinePassed)}, outcomeNotExecuted)
+			c.finishAction(core.Response{}, idem.NotExecuted(errDeadlinePassed), outcomeNotExecuted)
 			return
 		}
-		c.finishAction(idem.Outcome{Response: c.gwResult.charge.response()}, outcomeCompleted)
+		c.finishAction(c.gwResult.charge.response(), nil, outcomeCompleted)
 	}
 }
 
 // finishAction ends the action with its first outcome; later ones (a
 // timeout after the answer, say) are ignored.
-func (c *serverCall) finishAction(out idem.Outcome, how int64) {
+func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 	w, s := c.s.w, c.s
 	if c.actionDone {
 		return
@@ -364,9 +365,9 @@ func (c *serverCall) finishAction(out idem.Outcome, how int64) {
 		return
 	}
 	if w.cfg.Policy == PolicyEvictUnknown && how == outcomeUnknown {
-		out.Err = idem.NotExecuted(out.Err) // the anti-pattern: a timeout taken for "did not happen"
+		err = idem.NotExecuted(err) // the anti-pattern: a timeout taken for "did not happen"
 	}
-	c.call.Ran(out)
+	c.call.RunDone(resp, err)
 	c.advance()
 }
 
@@ -388,13 +389,13 @@ func (c *serverCall) beat() {
 	if c.hb == nil {
 		c.hb = new(opRun)
 	}
-	c.run(c.hb, evHbStep, core.Event{Kind: core.EventHeartbeat, Token: c.token})
+	c.run(c.hb, evHbStep, c.call.HeartbeatEvent())
 }
 
 // beaten hears how a heartbeat went: the next one is due unless the lease
 // could not be extended.
-func (c *serverCall) beaten(a idem.Applied, err error) {
-	if err == nil && a.Result.Decision.Kind != core.DecisionExtended {
+func (c *serverCall) beaten(a *store.Applied, err error) {
+	if !c.call.HeartbeatDone(a, err) {
 		c.hbStop = true
 		return
 	}

@@ -29,6 +29,9 @@ type world struct {
 	metrics *counters
 	ex      *idem.Executor
 
+	sweeper    *idem.Sweeper
+	reconciler *idem.Reconciler
+
 	servers  []*server
 	clients  []*client
 	requests []*request
@@ -81,6 +84,12 @@ func newWorld(cfg Config, tracing bool) *world {
 		panic(err) // unreachable: the policy was validated
 	}
 	w.ex = ex
+	if w.sweeper, err = ex.Sweeper(idem.WithBatchSize(50)); err != nil {
+		panic(err) // unreachable: the batch size is positive
+	}
+	if w.reconciler, err = ex.Reconciler(w.reconcileCheck, idem.WithBatchSize(50)); err != nil {
+		panic(err) // unreachable: the check is set
+	}
 	// Scopes are made only by new requests: at most cfg.Requests of them,
 	// so per-scope state is sized once.
 	w.scopeIdx = make(map[core.Scope]int32, cfg.Requests)
@@ -200,8 +209,7 @@ func (w *world) reconcileTick() {
 	if w.stopped {
 		return
 	}
-	r := idem.Reconciler{Store: w.store, Policy: w.policy, Metrics: w.metrics, BatchSize: 50, Check: w.reconcileCheck}
-	w.actor(ActorReconciler, func() { _, _ = r.RunOnce(context.Background()) })
+	w.actor(ActorReconciler, func() { _, _ = w.reconciler.RunOnce(context.Background()) })
 	if w.settled() {
 		w.stopped = true // converged: nothing left to do
 		w.report.Converged = true
@@ -214,8 +222,7 @@ func (w *world) sweepTick() {
 	if w.stopped {
 		return
 	}
-	s := idem.Sweeper{Store: w.store, Policy: w.policy, Metrics: w.metrics, BatchSize: 50}
-	w.actor(ActorSweeper, func() { _, _ = s.RunOnce(context.Background()) })
+	w.actor(ActorSweeper, func() { _, _ = w.sweeper.RunOnce(context.Background()) })
 	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
 }
 

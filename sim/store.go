@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/linearizability"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -27,23 +27,23 @@ type opMeta struct {
 // faultyStore puts the real memory store behind the store faults of SPEC §8:
 // errors before a call applies, errors after a write applied (an ambiguous
 // commit), and latency (which the world adds around each call). It is not an
-// idem.Applier, so every event goes through load and compare-and-set, where
+// store.Applier, so every event goes through load and compare-and-set, where
 // races and faults can fall between the two.
 type faultyStore struct {
 	w     *world
 	inner *memstore.Store
 }
 
-var _ idem.Store = (*faultyStore)(nil)
+var _ store.Store = (*faultyStore)(nil)
 
 func (s *faultyStore) failBefore() bool { return s.w.fault(FaultStoreErrorBefore, s.w.rng.store) }
 
-func (s *faultyStore) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+func (s *faultyStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	if s.failBefore() {
 		if s.w.cfg.LinCheck {
 			s.w.history(linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Outcome: linearizability.OutcomeFailed})
 		}
-		return idem.Snapshot{}, errStoreDown
+		return store.Snapshot{}, errStoreDown
 	}
 	snap, err := s.inner.Load(ctx, scope)
 	if err == nil && s.w.cfg.LinCheck {
@@ -134,7 +134,7 @@ func (w *world) history(op linearizability.StoreOperation) {
 	w.lin = append(w.lin, op)
 }
 
-func (s *faultyStore) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.Record, error) {
+func (s *faultyStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
 	if s.failBefore() {
 		return nil, errStoreDown
 	}
@@ -142,7 +142,7 @@ func (s *faultyStore) Due(ctx context.Context, kind idem.DueKind, limit int) ([]
 }
 
 // Wait is never called by the simulator, which wakes waiters itself when it
-// sees a write; it is here to satisfy idem.Store.
+// sees a write; it is here to satisfy store.Store.
 func (s *faultyStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
 	return s.inner.Wait(ctx, scope, v, t)
 }

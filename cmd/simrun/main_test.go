@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/idemkit/idem"
 )
 
 func simrun(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -109,7 +111,7 @@ func TestJSONSummary(t *testing.T) {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	if code != 1 || doc.Violations == 0 || doc.Summary.Seeds != 2 || doc.Summary.Requests == 0 || doc.Summary.Requests > 100 || doc.Summary.Done == 0 ||
-		doc.Summary.ConvergeMaxNs <= 0 || len(doc.Summary.Counters) != 12 || doc.Summary.Counters[0].Name == "" ||
+		doc.Summary.ConvergeMaxNs <= 0 || len(doc.Summary.Counters) != len(idem.Counters()) || doc.Summary.Counters[0].Name == "" ||
 		len(doc.Reports) == 0 || doc.Reports[0].Violations[0].Invariant != 3 || doc.Reports[0].Violations[0].Reproduce == "" {
 		t.Fatalf("exit %d: %+v", code, doc)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/linearizability"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -89,9 +90,9 @@ var benchKeyCount = func() int {
 // rounds runs op for b.N keys taken in turn from keys; each time the keys
 // come round, the store starts afresh from fresh, so every key is new to it.
 // op may keep what it applies in a, the loop's own Applied.
-func rounds[S any](b *testing.B, keys []string, fresh func() S, op func(s S, i int64, key string, a *idem.Applied)) {
+func rounds[S any](b *testing.B, keys []string, fresh func() S, op func(s S, i int64, key string, a *store.Applied)) {
 	s := fresh()
-	a := new(idem.Applied)
+	a := new(store.Applied)
 	var i int64
 	b.ReportAllocs()
 	for b.Loop() {
@@ -107,19 +108,19 @@ func rounds[S any](b *testing.B, keys []string, fresh func() S, op func(s S, i i
 // and take keys from a shared counter; whoever takes the first key of a
 // round swaps in a fresh store. A goroutine that raced the swap may meet its
 // key already taken; op skips it, on every side.
-func parallelRounds[S any](b *testing.B, keys []string, fresh func() *S, op func(s *S, i int64, key string, a *idem.Applied)) {
-	var store atomic.Pointer[S]
-	store.Store(fresh())
+func parallelRounds[S any](b *testing.B, keys []string, fresh func() *S, op func(s *S, i int64, key string, a *store.Applied)) {
+	var current atomic.Pointer[S]
+	current.Store(fresh())
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		a := new(idem.Applied) // each goroutine's own
+		a := new(store.Applied) // each goroutine's own
 		for pb.Next() {
 			i := next.Add(1)
 			if i&int64(len(keys)-1) == 0 {
-				store.Store(fresh())
+				current.Store(fresh())
 			}
-			op(store.Load(), i, keys[i&int64(len(keys)-1)], a)
+			op(current.Load(), i, keys[i&int64(len(keys)-1)], a)
 		}
 	})
 }
@@ -216,21 +217,21 @@ func (c *benchCase) floor(b *testing.B, s *seedStore, i int64, key string, paral
 }
 
 // memstore is one request on s: Reserve, then Complete if it said execute.
-func (c *benchCase) memstore(b *testing.B, s idem.Store, key string, a *idem.Applied, parallel bool) {
+func (c *benchCase) memstore(b *testing.B, s store.Store, key string, a *store.Applied, parallel bool) {
 	lifecycle(b, s, &c.policy, idem.Scope{Principal: "p", UseCase: "payments.create", Key: key}, c.resp, a, parallel)
 }
 
 // lifecycle reserves scope over s and completes it with resp, through
-// idem.ApplyInto into a, which the host keeps from one event to the next (as
+// store.Apply into a, which the host keeps from one event to the next (as
 // Executor.Do does with the Applied it takes from a pool).
-func lifecycle(b *testing.B, s idem.Store, p *idem.Policy, scope idem.Scope, resp idem.Response, a *idem.Applied, parallel bool) {
+func lifecycle(b *testing.B, s store.Store, p *idem.Policy, scope idem.Scope, resp idem.Response, a *store.Applied, parallel bool) {
 	ctx := context.Background()
-	err := idem.ApplyInto(ctx, s, p, nil, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, a)
+	err := store.Apply(ctx, s, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, p, a)
 	if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 		notExecuted(b, parallel, err, a.Result.Decision.Kind)
 		return
 	}
-	err = idem.ApplyInto(ctx, s, p, nil, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp}, a)
+	err = store.Apply(ctx, s, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp}, p, a)
 	if err != nil || a.Result.Decision.Kind != core.DecisionCompleted {
 		fail(b, parallel, a.Result.Decision.Kind, err)
 	}
@@ -245,18 +246,18 @@ func lifecycle(b *testing.B, s idem.Store, p *idem.Policy, scope idem.Scope, res
 func BenchmarkReserveComplete(b *testing.B) {
 	c := newBenchCase()
 	b.Run("seed", func(b *testing.B) {
-		rounds(b, c.keys, newSeedStore, func(s *seedStore, _ int64, k string, _ *idem.Applied) { c.seed(b, s, k, false) })
+		rounds(b, c.keys, newSeedStore, func(s *seedStore, _ int64, k string, _ *store.Applied) { c.seed(b, s, k, false) })
 	})
 	b.Run("floor", func(b *testing.B) {
-		rounds(b, c.keys, newSeedStore, func(s *seedStore, i int64, k string, _ *idem.Applied) { c.floor(b, s, i, k, false) })
+		rounds(b, c.keys, newSeedStore, func(s *seedStore, i int64, k string, _ *store.Applied) { c.floor(b, s, i, k, false) })
 	})
 	b.Run("memstore", func(b *testing.B) {
-		fresh := func() idem.Store { return memstore.New(memstore.Options{}) }
-		rounds(b, c.keys, fresh, func(s idem.Store, _ int64, k string, a *idem.Applied) { c.memstore(b, s, k, a, false) })
+		fresh := func() store.Store { return memstore.New(memstore.Options{}) }
+		rounds(b, c.keys, fresh, func(s store.Store, _ int64, k string, a *store.Applied) { c.memstore(b, s, k, a, false) })
 	})
 	b.Run("memstore-cas", func(b *testing.B) {
-		fresh := func() idem.Store { return linearizability.HideApplier(memstore.New(memstore.Options{})) }
-		rounds(b, c.keys, fresh, func(s idem.Store, _ int64, k string, a *idem.Applied) { c.memstore(b, s, k, a, false) })
+		fresh := func() store.Store { return linearizability.HideApplier(memstore.New(memstore.Options{})) }
+		rounds(b, c.keys, fresh, func(s store.Store, _ int64, k string, a *store.Applied) { c.memstore(b, s, k, a, false) })
 	})
 }
 
@@ -265,13 +266,13 @@ func BenchmarkReserveComplete(b *testing.B) {
 func BenchmarkReserveCompleteParallel(b *testing.B) {
 	c := newBenchCase()
 	b.Run("seed", func(b *testing.B) {
-		parallelRounds(b, c.keys, newSeedStore, func(s *seedStore, _ int64, k string, _ *idem.Applied) { c.seed(b, s, k, true) })
+		parallelRounds(b, c.keys, newSeedStore, func(s *seedStore, _ int64, k string, _ *store.Applied) { c.seed(b, s, k, true) })
 	})
 	b.Run("floor", func(b *testing.B) {
-		parallelRounds(b, c.keys, newSeedShards, func(s *seedShards, i int64, k string, _ *idem.Applied) { c.floor(b, &s[i&63], i, k, true) })
+		parallelRounds(b, c.keys, newSeedShards, func(s *seedShards, i int64, k string, _ *store.Applied) { c.floor(b, &s[i&63], i, k, true) })
 	})
 	b.Run("memstore", func(b *testing.B) {
 		fresh := func() *memstore.Store { return memstore.New(memstore.Options{}) }
-		parallelRounds(b, c.keys, fresh, func(s *memstore.Store, _ int64, k string, a *idem.Applied) { c.memstore(b, s, k, a, true) })
+		parallelRounds(b, c.keys, fresh, func(s *memstore.Store, _ int64, k string, a *store.Applied) { c.memstore(b, s, k, a, true) })
 	})
 }

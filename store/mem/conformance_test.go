@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/linearizability"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -14,8 +14,8 @@ import (
 // (make lincheck-long).
 func TestMemstoreConformance(t *testing.T) {
 	linearizability.RunStoreSuite(t,
-		func(t *testing.T) idem.Store { return memstore.New(memstore.Options{}) },
-		linearizability.WithControlledClock(func(t *testing.T, now func() time.Time) idem.Store {
+		func(t *testing.T) store.Store { return memstore.New(memstore.Options{}) },
+		linearizability.WithControlledClock(func(t *testing.T, now func() time.Time) store.Store {
 			return memstore.New(memstore.Options{Clock: now})
 		}),
 	)

@@ -33,13 +33,13 @@ func TestIndexAgreesWithAMap(t *testing.T) {
 		for step := range rapid.IntRange(1, 400).Draw(t, "steps") {
 			sc := scopes[rapid.IntRange(0, len(scopes)-1).Draw(t, fmt.Sprint("scope", step))]
 			if tok, ok := held[sc]; ok {
-				a, err := idem.ApplyOver(ctx, m, &p, nil, sc, core.Event{Kind: core.EventFail, Token: tok})
+				a, err := applyOver(ctx, m, &p, sc, core.Event{Kind: core.EventFail, Token: tok})
 				if err != nil || a.Result.Write.Kind != core.WriteDelete {
 					t.Fatalf("delete %v: %v %v", sc, a.Result.Write.Kind, err)
 				}
 				delete(held, sc)
 			} else {
-				a, err := idem.ApplyOver(ctx, m, &p, nil, sc, core.Event{Kind: core.EventReserve, Fingerprint: fp})
+				a, err := applyOver(ctx, m, &p, sc, core.Event{Kind: core.EventReserve, Fingerprint: fp})
 				if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 					t.Fatalf("insert %v: %v %v", sc, a.Result.Decision.Kind, err)
 				}

@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -26,7 +26,7 @@ type Options struct {
 	// forward by the monotonic clock. Inject a fake for tests and the simulator.
 	Clock func() time.Time
 	// RecordsMax bounds the number of records; 0 (or less) means no bound. A full
-	// store refuses new records with idem.ErrStoreFull: it never evicts a
+	// store refuses new records with store.ErrStoreFull: it never evicts a
 	// live record to make room.
 	RecordsMax int
 	// Shards is the number of independently locked parts, rounded up to a
@@ -78,7 +78,7 @@ type shard struct {
 	tokens     uint64
 	id         uint64
 	tokenShift uint
-	// nextDue is, per idem.DueKind, a time no record of the shard becomes
+	// nextDue is, per store.DueKind, a time no record of the shard becomes
 	// due before (a lower bound, lowered by every write, made exact by every
 	// scan), so that Due skips the shards with nothing due.
 	nextDue [2]int64
@@ -273,7 +273,7 @@ func (sh *shard) grow() {
 // noteDue lowers the shard's due bounds for a record just written.
 func (sh *shard) noteDue(c *compact) {
 	for k := range sh.nextDue {
-		if at, ok := c.dueAt(idem.DueKind(k + 1)); ok && at < sh.nextDue[k] {
+		if at, ok := c.dueAt(store.DueKind(k + 1)); ok && at < sh.nextDue[k] {
 			sh.nextDue[k] = at
 		}
 	}
@@ -303,8 +303,8 @@ func (sh *shard) drop(pl place) {
 	}
 }
 
-var _ idem.Store = (*Store)(nil)
-var _ idem.Applier = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
+var _ store.Applier = (*Store)(nil)
 
 // New returns an empty Store.
 func New(o Options) *Store {
@@ -384,15 +384,15 @@ func (s *Store) Len() int {
 	return n
 }
 
-// Load implements idem.Store.
-func (s *Store) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, error) {
+// Load implements store.Store.
+func (s *Store) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
-		return idem.Snapshot{}, err
+		return store.Snapshot{}, err
 	}
 	sh, hash := s.shard(&scope)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	var snap idem.Snapshot
+	var snap store.Snapshot
 	snap.Now = s.clock()
 	snap.FreshToken, _ = sh.read(&scope, hash, &snap.Record)
 	return snap, nil
@@ -401,7 +401,7 @@ func (s *Store) Load(ctx context.Context, scope core.Scope) (idem.Snapshot, erro
 // read copies the record of scope into rec (absent: just the scope) and
 // hands out a fresh token; it also returns the scope's place. Called with
 // sh.mu held. The record's response slices are shared with the store:
-// callers must not modify them (idem.Store's contract).
+// callers must not modify them (store.Store's contract).
 func (sh *shard) read(scope *core.Scope, hash uint32, rec *core.Record) (core.Token, place) {
 	sh.tokens++
 	pl := sh.lookup(scope, hash)
@@ -413,7 +413,7 @@ func (sh *shard) read(scope *core.Scope, hash uint32, rec *core.Record) (core.To
 	return core.Token(sh.tokens<<sh.tokenShift | sh.id), pl
 }
 
-// Insert implements idem.Store.
+// Insert implements store.Store.
 func (s *Store) Insert(ctx context.Context, rec *core.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -426,7 +426,7 @@ func (s *Store) Insert(ctx context.Context, rec *core.Record) error {
 	defer sh.mu.Unlock()
 	pl := sh.lookup(&rec.Scope, hash)
 	if pl.slot != nil {
-		return fmt.Errorf("memstore: insert %s: %w", rec.Scope, idem.ErrConflict)
+		return fmt.Errorf("memstore: insert %s: %w", rec.Scope, store.ErrConflict)
 	}
 	return s.insert(sh, rec, pl)
 }
@@ -434,13 +434,13 @@ func (s *Store) Insert(ctx context.Context, rec *core.Record) error {
 func (s *Store) insert(sh *shard, rec *core.Record, pl place) error {
 	if s.recordsMax > 0 && s.records.Add(1) > s.recordsMax {
 		s.records.Add(-1)
-		return fmt.Errorf("memstore: %d records: %w", s.recordsMax, idem.ErrStoreFull)
+		return fmt.Errorf("memstore: %d records: %w", s.recordsMax, store.ErrStoreFull)
 	}
 	sh.put(rec, pl)
 	return nil
 }
 
-// CompareAndSet implements idem.Store.
+// CompareAndSet implements store.Store.
 func (s *Store) CompareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -453,13 +453,13 @@ func (s *Store) CompareAndSet(ctx context.Context, rec *core.Record, expectVersi
 	defer sh.mu.Unlock()
 	sl := sh.lookup(&rec.Scope, hash).slot
 	if !sl.holds(expectVersion, expectToken) {
-		return fmt.Errorf("memstore: compare-and-set %s: %w", rec.Scope, idem.ErrConflict)
+		return fmt.Errorf("memstore: compare-and-set %s: %w", rec.Scope, store.ErrConflict)
 	}
 	sh.update(sl, rec, true)
 	return nil
 }
 
-// Delete implements idem.Store.
+// Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, scope core.Scope, expectVersion uint64, expectToken core.Token) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -469,7 +469,7 @@ func (s *Store) Delete(ctx context.Context, scope core.Scope, expectVersion uint
 	defer sh.mu.Unlock()
 	pl := sh.lookup(&scope, hash)
 	if !pl.slot.holds(expectVersion, expectToken) {
-		return fmt.Errorf("memstore: delete %s: %w", scope, idem.ErrConflict)
+		return fmt.Errorf("memstore: delete %s: %w", scope, store.ErrConflict)
 	}
 	s.remove(sh, pl)
 	return nil
@@ -482,7 +482,7 @@ func (s *Store) remove(sh *shard, pl place) {
 	}
 }
 
-// Wait implements idem.Store: it blocks on a channel closed by the next
+// Wait implements store.Store: it blocks on a channel closed by the next
 // write to scope, without polling.
 func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, token core.Token) error {
 	sh, hash := s.shard(&scope)
@@ -505,17 +505,17 @@ func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, toke
 	}
 }
 
-// Due implements idem.Store. It scans every shard: fine for a reference
+// Due implements store.Store. It scans every shard: fine for a reference
 // driver, and the order (most overdue first, then by scope) is
 // deterministic, which the simulator needs.
-func (s *Store) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.Record, error) {
+func (s *Store) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
 		return nil, nil
 	}
-	if kind != idem.DueSweep && kind != idem.DueReconcile {
+	if kind != store.DueSweep && kind != store.DueReconcile {
 		return nil, fmt.Errorf("memstore: due: unknown kind %v", kind)
 	}
 	now := s.clock().UnixNano()
@@ -567,21 +567,21 @@ func (s *Store) Due(ctx context.Context, kind idem.DueKind, limit int) ([]core.R
 }
 
 // dueAt is when the record becomes due for kind, if ever.
-func (c *compact) dueAt(kind idem.DueKind) (int64, bool) {
+func (c *compact) dueAt(kind store.DueKind) (int64, bool) {
 	switch {
-	case kind == idem.DueSweep && c.status == core.StatusInProgress:
+	case kind == store.DueSweep && c.status == core.StatusInProgress:
 		return c.lockedUntil, true
-	case kind == idem.DueSweep && (c.status == core.StatusCompleted || c.status == core.StatusFailedRetryable):
+	case kind == store.DueSweep && (c.status == core.StatusCompleted || c.status == core.StatusFailedRetryable):
 		return c.expires, true
-	case kind == idem.DueReconcile && c.status == core.StatusUnknown && c.reconcileAfter != zeroTime:
+	case kind == store.DueReconcile && c.status == core.StatusUnknown && c.reconcileAfter != zeroTime:
 		return c.reconcileAfter, true
 	}
 	return 0, false
 }
 
-// Apply implements idem.Applier: load, core.Step and write under the shard's
+// Apply implements store.Applier: load, core.Step and write under the shard's
 // lock, so that concurrent events on one scope never lose a race.
-func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *idem.Applied) error {
+func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *store.Applied) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
 	"github.com/idemkit/idem/linearizability"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -28,7 +29,7 @@ func response(i int) idem.Response {
 }
 
 // stores runs f over the memory store with and without its fast path.
-func stores(t *testing.T, o memstore.Options, f func(t *testing.T, s idem.Store, m *memstore.Store)) {
+func stores(t *testing.T, o memstore.Options, f func(t *testing.T, s store.Store, m *memstore.Store)) {
 	t.Run("apply", func(t *testing.T) { m := memstore.New(o); f(t, m, m) })
 	t.Run("compare-and-set", func(t *testing.T) { m := memstore.New(o); f(t, linearizability.HideApplier(m), m) })
 }
@@ -43,7 +44,7 @@ func TestRacingRequestsExecuteOnce(t *testing.T) {
 		hold time.Duration
 	}{{"waiters replay", 200 * time.Millisecond, 50 * time.Millisecond}, {"waiters give up", 10 * time.Millisecond, 300 * time.Millisecond}} {
 		t.Run(mode.name, func(t *testing.T) {
-			stores(t, memstore.Options{}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+			stores(t, memstore.Options{}, func(t *testing.T, s store.Store, _ *memstore.Store) {
 				p := idem.DefaultPolicy()
 				p.InFlightWait = mode.wait
 				executed, replayed, inFlight := race32(t, s, p, mode.hold)
@@ -58,7 +59,7 @@ func TestRacingRequestsExecuteOnce(t *testing.T) {
 
 // race32 sends 32 requests for one scope at once and checks that exactly
 // one executes and every other is a replay of its response or InFlight.
-func race32(t *testing.T, s idem.Store, p idem.Policy, hold time.Duration) (executed, replayed, inFlight int) {
+func race32(t *testing.T, s store.Store, p idem.Policy, hold time.Duration) (executed, replayed, inFlight int) {
 	ex, err := idem.New(s, idem.WithPolicy(p))
 	if err != nil {
 		t.Fatal(err)
@@ -108,10 +109,10 @@ func race32(t *testing.T, s idem.Store, p idem.Policy, hold time.Duration) (exec
 }
 
 func TestRacingCompletionsStoreOneResponse(t *testing.T) {
-	stores(t, memstore.Options{}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+	stores(t, memstore.Options{}, func(t *testing.T, s store.Store, _ *memstore.Store) {
 		p := idem.DefaultPolicy()
 		ctx := context.Background()
-		a, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+		a, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 		if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 			t.Fatalf("reserve: %v %v", a.Result.Decision.Kind, err)
 		}
@@ -123,7 +124,7 @@ func TestRacingCompletionsStoreOneResponse(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				got, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventComplete, Token: token, Response: response(i % 4)})
+				got, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventComplete, Token: token, Response: response(i % 4)})
 				if err != nil {
 					t.Error(err)
 				}
@@ -163,12 +164,12 @@ func TestRacingCompletionsStoreOneResponse(t *testing.T) {
 
 func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 	clock := fakeclock.New()
-	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s store.Store, _ *memstore.Store) {
 		p := idem.DefaultPolicy()
 		ctx := context.Background()
-		apply := func(ev core.Event) idem.Applied {
+		apply := func(ev core.Event) store.Applied {
 			t.Helper()
-			a, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), ev)
+			a, err := applyOver(ctx, s, &p, scopeN(0), ev)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 
 func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 	clock := fakeclock.New()
-	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s store.Store, _ *memstore.Store) {
 		p := idem.DefaultPolicy()
 		p.InFlightWait = 0
 		ex, err := idem.New(s, idem.WithPolicy(p))
@@ -221,8 +222,8 @@ func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 			t.Fatal(err)
 		}
 		eff := call.Next()
-		a, err := idem.ApplyOver(ctx, s, &p, nil, req.Scope, eff.Event)
-		call.Applied(&a, err)
+		a, err := applyOver(ctx, s, &p, req.Scope, eff.Event)
+		call.ApplyDone(&a, err)
 		if call.Next().Kind != idem.EffectRun {
 			t.Fatalf("first call did not get to run: %v", call.Next().Kind)
 		}
@@ -239,16 +240,22 @@ func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 			t.Fatalf("within the lease: %v, %v", err, status())
 		}
 		clock.Advance(p.LeaseDuration)
-		sweeper := idem.Sweeper{Store: s, Policy: p}
+		sweeper, err := ex.Sweeper()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if n, err := sweeper.RunOnce(ctx); n != 1 || err != nil || status() != core.StatusUnknown {
 			t.Fatalf("sweep: %d %v %v", n, err, status())
 		}
 		if _, err := ex.Do(ctx, req, action); !errors.Is(err, idem.ErrOutcomeUnknown) {
 			t.Fatalf("after the lease: %v", err)
 		}
-		reconciler := idem.Reconciler{Store: s, Policy: p, Check: func(ctx context.Context, r idem.Record) (idem.Finding, error) {
+		reconciler, err := ex.Reconciler(func(ctx context.Context, r idem.Record) (idem.Finding, error) {
 			return idem.Finding{Verdict: core.VerdictExecuted, Response: response(1)}, nil
-		}}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if n, err := reconciler.RunOnce(ctx); n != 1 || err != nil {
 			t.Fatalf("reconcile: %d %v", n, err)
 		}
@@ -263,13 +270,13 @@ func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 }
 
 func TestTokensNeverRepeatAfterDelete(t *testing.T) {
-	stores(t, memstore.Options{}, func(t *testing.T, s idem.Store, _ *memstore.Store) {
+	stores(t, memstore.Options{}, func(t *testing.T, s store.Store, _ *memstore.Store) {
 		p := idem.DefaultPolicy()
 		p.Fail = core.FailEvict
 		ctx := context.Background()
 		var last core.Token
 		for i := range 20 {
-			a, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+			a, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 			if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 				t.Fatalf("round %d: %v %v", i, a.Result.Decision.Kind, err)
 			}
@@ -277,7 +284,7 @@ func TestTokensNeverRepeatAfterDelete(t *testing.T) {
 				t.Fatalf("round %d: token %d after %d", i, tok, last)
 			}
 			last = a.Result.Decision.Token
-			f, err := idem.ApplyOver(ctx, s, &p, nil, scopeN(0), core.Event{Kind: core.EventFail, Token: last})
+			f, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventFail, Token: last})
 			if err != nil || f.Result.Write.Kind != core.WriteDelete {
 				t.Fatalf("round %d: fail did not delete: %v %v", i, f.Result.Write.Kind, err)
 			}
@@ -286,7 +293,7 @@ func TestTokensNeverRepeatAfterDelete(t *testing.T) {
 }
 
 func TestBoundedStoreRefusesAndNeverEvicts(t *testing.T) {
-	stores(t, memstore.Options{RecordsMax: 3}, func(t *testing.T, s idem.Store, m *memstore.Store) {
+	stores(t, memstore.Options{RecordsMax: 3}, func(t *testing.T, s store.Store, m *memstore.Store) {
 		ex, err := idem.New(s)
 		if err != nil {
 			t.Fatal(err)
@@ -299,7 +306,7 @@ func TestBoundedStoreRefusesAndNeverEvicts(t *testing.T) {
 			}
 		}
 		_, err = ex.Do(context.Background(), idem.Request{Scope: scopeN(3), Fingerprint: fp}, action)
-		if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.Is(err, idem.ErrStoreFull) || ran != 3 {
+		if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.Is(err, store.ErrStoreFull) || ran != 3 {
 			t.Fatalf("fourth record: %v (ran %d)", err, ran)
 		}
 		for i := range 3 {
@@ -318,7 +325,7 @@ func TestWaitWakesOnChangeWithoutPolling(t *testing.T) {
 	m := memstore.New(memstore.Options{})
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
-	a, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+	a, err := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +345,7 @@ func TestWaitWakesOnChangeWithoutPolling(t *testing.T) {
 		go func() { woken <- m.Wait(ctx, scopeN(0), a.Record.Version, a.Record.Token) }()
 	}
 	time.Sleep(20 * time.Millisecond)
-	if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventComplete, Token: a.Record.Token, Response: response(1)}); err != nil {
+	if _, err := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventComplete, Token: a.Record.Token, Response: response(1)}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -357,9 +364,9 @@ func TestStoredResponseIsACopy(t *testing.T) {
 	m := memstore.New(memstore.Options{})
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
-	a, _ := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+	a, _ := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 	resp := response(1)
-	if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(0), core.Event{Kind: core.EventComplete, Token: a.Record.Token, Response: resp}); err != nil {
+	if _, err := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventComplete, Token: a.Record.Token, Response: resp}); err != nil {
 		t.Fatal(err)
 	}
 	resp.Body[0] = 'X' // the caller reuses its buffer
@@ -375,16 +382,16 @@ func TestDueListsInOrderAndBounded(t *testing.T) {
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(i), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil {
+		if _, err := applyOver(ctx, m, &p, scopeN(i), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Second)
 	}
-	if due, _ := m.Due(ctx, idem.DueSweep, 10); len(due) != 0 {
+	if due, _ := m.Due(ctx, store.DueSweep, 10); len(due) != 0 {
 		t.Fatalf("%d due within the lease", len(due))
 	}
 	clock.Advance(p.LeaseDuration)
-	due, err := m.Due(ctx, idem.DueSweep, 3)
+	due, err := m.Due(ctx, store.DueSweep, 3)
 	if err != nil || len(due) != 3 {
 		t.Fatalf("due: %d %v", len(due), err)
 	}
@@ -393,7 +400,7 @@ func TestDueListsInOrderAndBounded(t *testing.T) {
 			t.Fatalf("due[%d] is %v: not most overdue first", i, r.Scope)
 		}
 	}
-	if rec, _ := m.Due(ctx, idem.DueReconcile, 10); len(rec) != 0 {
+	if rec, _ := m.Due(ctx, store.DueReconcile, 10); len(rec) != 0 {
 		t.Fatalf("%d due for reconciling before any is unknown", len(rec))
 	}
 }
@@ -422,7 +429,7 @@ func TestScopesSharingAKeyAreUnrelated(t *testing.T) {
 	scopes[3].UseCase = "refunds.create"
 	tokens := make([]core.Token, len(scopes))
 	for i, s := range scopes {
-		a, err := idem.ApplyOver(ctx, m, &p, nil, s, core.Event{Kind: core.EventReserve, Fingerprint: fp})
+		a, err := applyOver(ctx, m, &p, s, core.Event{Kind: core.EventReserve, Fingerprint: fp})
 		if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 			t.Fatalf("scope %d: %v %v", i, a.Result.Decision.Kind, err)
 		}
@@ -430,7 +437,7 @@ func TestScopesSharingAKeyAreUnrelated(t *testing.T) {
 	}
 	// Remove the middle and the head of the chain; the others stand.
 	for _, i := range []int{1, 3} {
-		if a, err := idem.ApplyOver(ctx, m, &p, nil, scopes[i], core.Event{Kind: core.EventFail, Token: tokens[i]}); err != nil || a.Result.Write.Kind != core.WriteDelete {
+		if a, err := applyOver(ctx, m, &p, scopes[i], core.Event{Kind: core.EventFail, Token: tokens[i]}); err != nil || a.Result.Write.Kind != core.WriteDelete {
 			t.Fatalf("evict %d: %v", i, err)
 		}
 	}
@@ -461,30 +468,30 @@ func TestDueNoticesNewlyDueRecords(t *testing.T) {
 	ctx := context.Background()
 	tokens := map[int]core.Token{}
 	for i := range 40 {
-		a, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(i), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+		a, err := applyOver(ctx, m, &p, scopeN(i), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tokens[i] = a.Result.Decision.Token
 	}
-	for _, kind := range []idem.DueKind{idem.DueSweep, idem.DueReconcile} {
+	for _, kind := range []store.DueKind{store.DueSweep, store.DueReconcile} {
 		if due, _ := m.Due(ctx, kind, 100); len(due) != 0 {
 			t.Fatalf("%v: %d due", kind, len(due))
 		}
 	}
 	// Now one record becomes unknown: due for the reconciler at once.
-	if _, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(17), core.Event{Kind: core.EventMarkUnknown, Token: tokens[17]}); err != nil {
+	if _, err := applyOver(ctx, m, &p, scopeN(17), core.Event{Kind: core.EventMarkUnknown, Token: tokens[17]}); err != nil {
 		t.Fatal(err)
 	}
-	due, _ := m.Due(ctx, idem.DueReconcile, 100)
+	due, _ := m.Due(ctx, store.DueReconcile, 100)
 	if len(due) != 1 || due[0].Scope != scopeN(17) {
 		t.Fatalf("reconcile: %d due", len(due))
 	}
 	clock.Advance(p.LeaseDuration)
-	if due, _ := m.Due(ctx, idem.DueSweep, 100); len(due) != 39 {
+	if due, _ := m.Due(ctx, store.DueSweep, 100); len(due) != 39 {
 		t.Fatalf("sweep after the lease: %d due, want 39", len(due))
 	}
-	if _, err := m.Due(ctx, idem.DueKind(9), 1); err == nil {
+	if _, err := m.Due(ctx, store.DueKind(9), 1); err == nil {
 		t.Fatal("an unknown kind was accepted")
 	}
 }
@@ -501,7 +508,7 @@ func TestBadInputIsAnError(t *testing.T) {
 		t.Fatalf("compare-and-set nil: %v", err)
 	}
 	p := idem.DefaultPolicy()
-	if a, err := idem.ApplyOver(ctx, m, &p, nil, scopeN(1), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil || a.Result.Decision.Kind != core.DecisionExecute {
+	if a, err := applyOver(ctx, m, &p, scopeN(1), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil || a.Result.Decision.Kind != core.DecisionExecute {
 		t.Fatalf("the bounded store does not work: %v %v", a.Result.Decision.Kind, err)
 	}
 	if m.Len() != 1 {
@@ -563,4 +570,11 @@ func TestKeysSpreadOverShards(t *testing.T) {
 			t.Errorf("deterministic=%t: %d of 64 shards used", deterministic, len(perShard))
 		}
 	}
+}
+
+// applyOver is store.Apply with an Applied of its own.
+func applyOver(ctx context.Context, s store.Store, p *core.Policy, scope core.Scope, ev core.Event) (store.Applied, error) {
+	var a store.Applied
+	err := store.Apply(ctx, s, scope, ev, p, &a)
+	return a, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -15,9 +16,9 @@ func BenchmarkApplyReplay(b *testing.B) {
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
 	sc := scopeN(0)
-	lifecycle(b, m, &p, sc, response(1), new(idem.Applied), false)
+	lifecycle(b, m, &p, sc, response(1), new(store.Applied), false)
 	ev := core.Event{Kind: core.EventReserve, Fingerprint: fp}
-	var a idem.Applied
+	var a store.Applied
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := m.Apply(ctx, sc, ev, &p, &a); err != nil || a.Result.Decision.Kind != core.DecisionReplay {
@@ -31,7 +32,7 @@ func BenchmarkLoad(b *testing.B) {
 	p := idem.DefaultPolicy()
 	ctx := context.Background()
 	sc := scopeN(0)
-	lifecycle(b, m, &p, sc, response(1), new(idem.Applied), false)
+	lifecycle(b, m, &p, sc, response(1), new(store.Applied), false)
 	b.ReportAllocs()
 	for b.Loop() {
 		if snap, err := m.Load(ctx, sc); err != nil || snap.Record.Status != core.StatusCompleted {

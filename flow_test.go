@@ -10,13 +10,14 @@ import (
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
-// TestCallStepByStep drives two requests' Calls by hand, interleaved, with
+// TestFlowStepByStep drives two requests' Flows by hand, interleaved, with
 // no goroutine and no real time: the way the simulator drives the executor.
 // The trace of effects is the contract a host relies on.
-func TestCallStepByStep(t *testing.T) {
+func TestFlowStepByStep(t *testing.T) {
 	clock := fakeclock.New()
 	mem := memstore.New(memstore.Options{Clock: clock.Now})
 	p := idem.DefaultPolicy()
@@ -27,25 +28,25 @@ func TestCallStepByStep(t *testing.T) {
 	ctx := context.Background()
 	var trace []string
 	// step performs one effect of c, op by op for applies.
-	step := func(name string, c *idem.Call, out idem.Outcome) {
+	step := func(name string, c *idem.Flow, out core.Response) {
 		eff := c.Next()
 		line := name + ": " + eff.Kind.String()
 		switch eff.Kind {
 		case idem.EffectApply:
-			op := idem.NewOp(&p, nil, request(key1, payload).Scope, eff.Event)
-			for op.Pending() != idem.OpDone {
-				line += " " + op.Pending().String()
+			op := store.NewOp(request(key1, payload).Scope, eff.Event, &p)
+			for !op.Done() {
+				line += " " + op.Next().String()
 				op.Do(ctx, mem)
 			}
 			a, err := op.Result()
 			line += " -> " + a.Result.Decision.Kind.String()
-			c.Applied(&a, err)
+			c.ApplyDone(a, err)
 		case idem.EffectRun:
-			c.Ran(out)
+			c.RunDone(out, nil)
 		case idem.EffectWait:
 			line += " " + eff.Wait.String()
 			clock.Advance(eff.Wait / 2)
-			c.Waited(eff.Wait / 2)
+			c.WaitDone(eff.Wait / 2)
 		}
 		trace = append(trace, line)
 	}
@@ -54,14 +55,14 @@ func TestCallStepByStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	second, _ := ex.Begin(request(key1, payload))
-	step("first", first, idem.Outcome{})
-	step("second", second, idem.Outcome{})
-	step("second", second, idem.Outcome{})
-	step("second", second, idem.Outcome{})
-	step("first", first, idem.Outcome{Response: created})
-	step("first", first, idem.Outcome{})
-	step("second", second, idem.Outcome{})
-	step("second", second, idem.Outcome{})
+	step("first", first, core.Response{})
+	step("second", second, core.Response{})
+	step("second", second, core.Response{})
+	step("second", second, core.Response{})
+	step("first", first, created)
+	step("first", first, core.Response{})
+	step("second", second, core.Response{})
+	step("second", second, core.Response{})
 	want := []string{
 		"first: apply load insert -> execute",
 		"second: apply load -> in_flight",
@@ -82,24 +83,25 @@ func TestCallStepByStep(t *testing.T) {
 	if r, err := first.Result(); err != nil || r.Kind != idem.ResultExecuted || !r.Recorded {
 		t.Fatalf("first: %+v %v", r, err)
 	}
-	if first.Next().Kind != idem.EffectDone {
+	if first.Next().Kind != idem.EffectDone || !first.Done() {
 		t.Fatal("first is not done")
 	}
 }
 
-// TestCallWaitEndsOnEitherClock: a store clock that does not move cannot
+// TestFlowWaitEndsOnEitherClock: a store clock that does not move cannot
 // make the in-flight wait endless, and neither can a host that reports no
 // time passing while the store's clock runs.
-func TestCallWaitEndsOnEitherClock(t *testing.T) {
+func TestFlowWaitEndsOnEitherClock(t *testing.T) {
 	for _, frozen := range []string{"store", "host"} {
 		clock := fakeclock.New()
 		mem := memstore.New(memstore.Options{Clock: clock.Now})
 		p := idem.DefaultPolicy()
 		ex, _ := idem.New(mem, idem.WithPolicy(p))
 		ctx := context.Background()
-		apply := func(c *idem.Call) {
-			a, err := idem.ApplyOver(ctx, mem, &p, nil, request(key1, payload).Scope, c.Next().Event)
-			c.Applied(&a, err)
+		apply := func(c *idem.Flow) {
+			var a store.Applied
+			err := store.Apply(ctx, mem, request(key1, payload).Scope, c.Next().Event, &p, &a)
+			c.ApplyDone(&a, err)
 		}
 		owner, _ := ex.Begin(request(key1, payload))
 		apply(owner)
@@ -113,10 +115,10 @@ func TestCallWaitEndsOnEitherClock(t *testing.T) {
 				apply(waiter)
 			case idem.EffectWait:
 				if frozen == "store" {
-					waiter.Waited(50 * time.Millisecond)
+					waiter.WaitDone(50 * time.Millisecond)
 				} else {
 					clock.Advance(50 * time.Millisecond)
-					waiter.Waited(0)
+					waiter.WaitDone(0)
 				}
 			}
 		}
@@ -126,17 +128,17 @@ func TestCallWaitEndsOnEitherClock(t *testing.T) {
 	}
 }
 
-// TestCallRefusesAHostOutOfStep: reporting the wrong thing is an error, not a panic.
-func TestCallRefusesAHostOutOfStep(t *testing.T) {
+// TestFlowRefusesAHostOutOfStep: reporting the wrong thing is an error, not a panic.
+func TestFlowRefusesAHostOutOfStep(t *testing.T) {
 	ex, _ := idem.New(memstore.New(memstore.Options{}))
 	c, _ := ex.Begin(request(key1, payload))
-	c.Ran(idem.Outcome{Response: created})
+	c.RunDone(created, nil)
 	if _, err := c.Result(); err == nil || c.Next().Kind != idem.EffectDone {
-		t.Fatalf("Ran before Execute was accepted: %v", err)
+		t.Fatalf("RunDone before Execute was accepted: %v", err)
 	}
 	c2, _ := ex.Begin(request(key1, payload))
-	c2.Waited(time.Second) // ignored: not waiting
+	c2.WaitDone(time.Second) // ignored: not waiting
 	if c2.Next().Kind != idem.EffectApply || c2.Next().Event.Kind != core.EventReserve {
-		t.Fatalf("a stray Waited moved the call: %v", c2.Next().Kind)
+		t.Fatalf("a stray WaitDone moved the flow: %v", c2.Next().Kind)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // unknownKey leaves req's key unknown: its action timed out.
@@ -35,10 +36,10 @@ func TestReconcilerSettlesUnknowns(t *testing.T) {
 			req := request(key1, payload)
 			f.unknownKey(t, req)
 			var checked []idem.Record
-			rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics, Check: func(_ context.Context, r idem.Record) (idem.Finding, error) {
+			rec := f.reconciler(t, func(_ context.Context, r idem.Record) (idem.Finding, error) {
 				checked = append(checked, r)
 				return c.finding, nil
-			}}
+			})
 			n, err := rec.RunOnce(context.Background())
 			if err != nil || n != 1 || len(checked) != 1 || checked[0].Scope != req.Scope {
 				t.Fatalf("settled %d, checked %d, %v", n, len(checked), err)
@@ -66,13 +67,13 @@ func TestReconcilerBacksOffThenGivesUp(t *testing.T) {
 	req := request(key1, payload)
 	f.unknownKey(t, req)
 	checks := 0
-	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics, Check: func(context.Context, idem.Record) (idem.Finding, error) {
+	rec := f.reconciler(t, func(context.Context, idem.Record) (idem.Finding, error) {
 		checks++
 		if checks%2 == 0 {
 			return idem.Finding{}, errors.New("ledger unreachable") // counts as still unknown
 		}
 		return idem.Finding{Verdict: core.VerdictStillUnknown}, nil
-	}}
+	})
 	ctx := context.Background()
 	// Backoffs 1s, 2s, 4s (capped): the record is due only when they pass.
 	for i, wait := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second} {
@@ -108,7 +109,7 @@ func TestSweeperExpiresAndPrunes(t *testing.T) {
 			if _, err := f.ex.Do(ctx, req, f.act(created, nil)); err != nil {
 				t.Fatal(err)
 			}
-			sw := idem.Sweeper{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics}
+			sw := f.sweeper(t)
 			f.clock.Advance(f.ex.Policy().TTL - time.Second)
 			if n, err := sw.RunOnce(ctx); n != 0 || err != nil {
 				t.Fatalf("swept %d before the TTL: %v", n, err)
@@ -143,9 +144,10 @@ func TestSweeperTurnsZombiesUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := idem.ApplyOver(ctx, f.store, ptr(f.ex.Policy()), nil, req.Scope, call.Next().Event)
-	call.Applied(&a, err) // then the process dies
-	sw := idem.Sweeper{Store: f.store, Policy: f.ex.Policy(), Metrics: f.metrics}
+	var a store.Applied
+	err = store.Apply(ctx, f.store, req.Scope, call.Next().Event, ptr(f.ex.Policy()), &a)
+	call.ApplyDone(&a, err) // then the process dies
+	sw := f.sweeper(t)
 	f.clock.Advance(f.ex.Policy().LeaseDuration)
 	if n, err := sw.RunOnce(ctx); n != 1 || err != nil {
 		t.Fatalf("%d %v", n, err)
@@ -167,15 +169,15 @@ func TestSweeperAndReconcilerReportStoreErrors(t *testing.T) {
 	f := newFixture(t, nil)
 	f.unknownKey(t, request(key1, payload))
 	f.store.failLoad.Store(true)
-	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Check: func(context.Context, idem.Record) (idem.Finding, error) {
+	rec := f.reconciler(t, func(context.Context, idem.Record) (idem.Finding, error) {
 		return idem.Finding{Verdict: core.VerdictExecuted, Response: created}, nil
-	}}
-	var se *idem.StoreError
+	})
+	var se *store.Error
 	if _, err := rec.RunOnce(context.Background()); !errors.As(err, &se) {
 		t.Fatalf("%v", err)
 	}
-	if _, err := (&idem.Reconciler{Store: f.store, Policy: f.ex.Policy()}).RunOnce(context.Background()); err == nil {
-		t.Fatal("a reconciler without a check ran")
+	if r, err := f.ex.Reconciler(nil); err == nil || r != nil {
+		t.Fatal("a reconciler without a check was built")
 	}
 }
 
@@ -186,12 +188,12 @@ func TestWorkersRunUntilCancelled(t *testing.T) {
 	req := request(key1, payload)
 	f.unknownKey(t, req)
 	ctx, cancel := context.WithCancel(context.Background())
-	rec := idem.Reconciler{Store: f.store, Policy: f.ex.Policy(), Check: func(context.Context, idem.Record) (idem.Finding, error) {
+	rec := f.reconciler(t, func(context.Context, idem.Record) (idem.Finding, error) {
 		return idem.Finding{Verdict: core.VerdictExecuted, Response: created}, nil
-	}}
+	})
 	done := make(chan error, 2)
 	go func() { done <- rec.Run(ctx, 5*time.Millisecond) }()
-	sw := idem.Sweeper{Store: f.store, Policy: f.ex.Policy()}
+	sw := f.sweeper(t)
 	go func() { done <- sw.Run(ctx, 5*time.Millisecond) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for f.status(t, req) != core.StatusCompleted {
@@ -206,7 +208,7 @@ func TestWorkersRunUntilCancelled(t *testing.T) {
 			t.Fatalf("Run returned %v", err)
 		}
 	}
-	if err := (&idem.Sweeper{Store: f.store, Policy: f.ex.Policy()}).Run(context.Background(), 0); err == nil {
+	if err := f.sweeper(t).Run(context.Background(), 0); err == nil {
 		t.Fatal("a zero interval was accepted")
 	}
 }
@@ -215,13 +217,14 @@ func TestPollWaitSeesAChange(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	p := f.ex.Policy()
-	a, err := idem.ApplyOver(ctx, f.mem, &p, nil, request(key1, payload).Scope, core.Event{Kind: core.EventReserve, Fingerprint: payload})
+	var a store.Applied
+	err := store.Apply(ctx, f.mem, request(key1, payload).Scope, core.Event{Kind: core.EventReserve, Fingerprint: payload}, &p, &a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	changed := make(chan error, 1)
 	go func() {
-		changed <- idem.PollWait(ctx, f.mem, a.Record.Scope, a.Record.Version, a.Record.Token, time.Millisecond)
+		changed <- store.PollWait(ctx, f.mem, a.Record.Scope, a.Record.Version, a.Record.Token, time.Millisecond)
 	}()
 	time.Sleep(10 * time.Millisecond)
 	select {
@@ -229,7 +232,8 @@ func TestPollWaitSeesAChange(t *testing.T) {
 		t.Fatalf("returned before any change: %v", err)
 	default:
 	}
-	if _, err := idem.ApplyOver(ctx, f.mem, &p, nil, a.Record.Scope, core.Event{Kind: core.EventHeartbeat, Token: a.Record.Token}); err != nil {
+	var hb store.Applied
+	if err := store.Apply(ctx, f.mem, a.Record.Scope, core.Event{Kind: core.EventHeartbeat, Token: a.Record.Token}, &p, &hb); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -242,7 +246,25 @@ func TestPollWaitSeesAChange(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
 	defer cancel()
-	if err := idem.PollWait(short, f.mem, a.Record.Scope, a.Record.Version+1, a.Record.Token, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+	if err := store.PollWait(short, f.mem, a.Record.Scope, a.Record.Version+1, a.Record.Token, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("unchanged record: %v", err)
 	}
+}
+
+func (f *fixture) reconciler(t *testing.T, check idem.Check, opts ...idem.WorkerOption) *idem.Reconciler {
+	t.Helper()
+	r, err := f.ex.Reconciler(check, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (f *fixture) sweeper(t *testing.T, opts ...idem.WorkerOption) *idem.Sweeper {
+	t.Helper()
+	s, err := f.ex.Sweeper(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

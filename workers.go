@@ -1,0 +1,231 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+)
+
+// Finding is what a reconciliation check learned about an unknown attempt.
+type Finding struct {
+	Verdict  core.Verdict // executed, not executed, or still unknown
+	Response Response     // the outcome to store, when executed
+}
+
+// Check looks downstream (the payment gateway's ledger, say) for the truth
+// about rec's attempt, identified by rec.Scope and rec.Token. An error counts
+// as "still unknown": the record is looked at again after a backoff.
+//
+// "Not executed" re-opens the key for execution, so a Check may answer it
+// only when the attempt can no longer act: a request of the attempt still
+// on its way downstream could land after the answer and charge twice. Pass
+// Attempt.LockedUntil downstream as a deadline the downstream enforces; then
+// after rec.LockedUntil (which only grows) no request of the attempt can
+// land, and an absent charge is proof. Before it, answer still unknown.
+type Check func(ctx context.Context, rec Record) (Finding, error)
+
+// WorkerOption configures a Sweeper or a Reconciler.
+type WorkerOption func(*worker) error
+
+// WithBatchSize sets how many records one RunOnce handles (100 by default).
+func WithBatchSize(n int) WorkerOption {
+	return func(w *worker) error {
+		if n <= 0 {
+			return fmt.Errorf("idem: batch size %d must be positive", n)
+		}
+		w.batch = n
+		return nil
+	}
+}
+
+// WithErrorHandler sets what Run does with an error of RunOnce, besides
+// counting it (worker.error). By default it is logged with slog.Default.
+func WithErrorHandler(f func(error)) WorkerOption {
+	return func(w *worker) error {
+		if f == nil {
+			return errors.New("idem: nil error handler")
+		}
+		w.onError = f
+		return nil
+	}
+}
+
+// WithLogger logs Run's errors to l instead of slog.Default.
+func WithLogger(l *slog.Logger) WorkerOption {
+	return func(w *worker) error {
+		if l == nil {
+			return errors.New("idem: nil logger")
+		}
+		w.onError = logTo(l, w.kind)
+		return nil
+	}
+}
+
+func logTo(l *slog.Logger, kind store.DueKind) func(error) {
+	return func(err error) {
+		l.Warn("idem: worker run failed", "worker", kind.String(), "error", err)
+	}
+}
+
+// worker is what a Sweeper and a Reconciler share: the executor's store,
+// policy and metrics, checked once by New, and how a run reports errors.
+type worker struct {
+	store   store.Store
+	policy  *Policy
+	metrics Metrics
+	kind    store.DueKind
+	batch   int
+	onError func(error)
+}
+
+func (e *Executor) newWorker(kind store.DueKind, opts []WorkerOption) (worker, error) {
+	w := worker{store: e.store, policy: &e.policy, metrics: e.metrics, kind: kind, batch: 100}
+	w.onError = logTo(slog.Default(), kind)
+	for _, o := range opts {
+		if err := o(&w); err != nil {
+			return worker{}, err
+		}
+	}
+	return w, nil
+}
+
+// Sweeper applies Sweep to due records: in_progress past its lease becomes
+// unknown (a zombie key, handed to the reconciler); completed and
+// failed_retryable past their TTL are expired or deleted by policy. Build it
+// with Executor.Sweeper.
+type Sweeper struct{ w worker }
+
+// Sweeper returns a sweeper over the executor's store, policy and metrics.
+func (e *Executor) Sweeper(opts ...WorkerOption) (*Sweeper, error) {
+	w, err := e.newWorker(store.DueSweep, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Sweeper{w}, nil
+}
+
+// RunOnce handles one batch of due records and says how many it changed.
+func (s *Sweeper) RunOnce(ctx context.Context) (changed int, err error) {
+	return s.w.forDue(ctx, func(*Record) core.Event {
+		return core.Event{Kind: core.EventSweep}
+	}, core.DecisionLeaseExpired, core.DecisionExpired)
+}
+
+// Run calls RunOnce every interval until ctx is done, reporting each error
+// (see WithErrorHandler), and returns ctx's error.
+func (s *Sweeper) Run(ctx context.Context, interval time.Duration) error {
+	return s.w.every(ctx, interval, s.RunOnce)
+}
+
+// Reconciler settles unknown records: it lists those due, asks its Check,
+// and applies what it found. Only executed or not executed settles a record;
+// still unknown backs off, and after the policy's maximum the record is
+// left for an operator (counted in reconcile.failed). Build it with
+// Executor.Reconciler.
+type Reconciler struct {
+	w     worker
+	check Check
+}
+
+// Reconciler returns a reconciler over the executor's store, policy and
+// metrics that asks check about each due record.
+func (e *Executor) Reconciler(check Check, opts ...WorkerOption) (*Reconciler, error) {
+	if check == nil {
+		return nil, errors.New("idem: Reconciler without a Check")
+	}
+	w, err := e.newWorker(store.DueReconcile, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconciler{w: w, check: check}, nil
+}
+
+// RunOnce handles one batch of due records and says how many it settled.
+func (r *Reconciler) RunOnce(ctx context.Context) (settled int, err error) {
+	return r.w.forDue(ctx, func(rec *Record) core.Event {
+		f, err := r.check(ctx, *rec)
+		if err != nil || f.Verdict == core.VerdictInvalid {
+			f = Finding{Verdict: core.VerdictStillUnknown}
+		}
+		return resolveEvent(rec, f)
+	}, core.DecisionResolved)
+}
+
+// Run calls RunOnce every interval until ctx is done, reporting each error
+// (see WithErrorHandler), and returns ctx's error.
+func (r *Reconciler) Run(ctx context.Context, interval time.Duration) error {
+	return r.w.every(ctx, interval, r.RunOnce)
+}
+
+// resolveEvent is the event that records f about rec's attempt.
+func resolveEvent(rec *Record, f Finding) core.Event {
+	return core.Event{Kind: core.EventResolve, Token: rec.Token, Verdict: f.Verdict, Response: f.Response}
+}
+
+// forDue lists one batch and applies eventFor's event to each record,
+// counting the decisions in counted. It stops at the first store error. An
+// error is counted in worker.error too.
+func (w *worker) forDue(ctx context.Context, eventFor func(*Record) core.Event, counted ...core.DecisionKind) (int, error) {
+	n, err := w.forDueOnce(ctx, eventFor, counted)
+	if err != nil {
+		w.metrics.Add(CounterWorkerError, Labels{Event: w.eventKind().String()}, 1)
+	}
+	return n, err
+}
+
+func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Event, counted []core.DecisionKind) (int, error) {
+	recs, err := w.store.Due(ctx, w.kind, w.batch)
+	if err != nil {
+		w.metrics.Add(CounterStoreError, Labels{Event: w.eventKind().String()}, 1)
+		return 0, &store.Error{Method: store.MethodDue, Err: err}
+	}
+	n := 0
+	var a store.Applied // one for the whole batch
+	for i := range recs {
+		ev := eventFor(&recs[i])
+		err := store.Apply(ctx, w.store, recs[i].Scope, ev, w.policy, &a)
+		count(w.metrics, recs[i].Scope, ev.Kind, &a, err)
+		if err != nil {
+			var se *store.Error
+			if errors.As(err, &se) {
+				return n, err
+			}
+			return n, fmt.Errorf("idem: %v of %s: %w", ev.Kind, recs[i].Scope, err)
+		}
+		if slices.Contains(counted, a.Result.Decision.Kind) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (w *worker) eventKind() core.EventKind {
+	if w.kind == store.DueReconcile {
+		return core.EventResolve
+	}
+	return core.EventSweep
+}
+
+func (w *worker) every(ctx context.Context, interval time.Duration, once func(context.Context) (int, error)) error {
+	if interval <= 0 {
+		return fmt.Errorf("idem: interval %v must be positive", interval)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := once(ctx); err != nil && ctx.Err() == nil {
+			w.onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
