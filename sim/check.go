@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -110,8 +109,7 @@ func (c *checker) charge(req *request, ch *charge) {
 		return
 	}
 	c.firstCh[req.scope] = ch
-	snap, _ := c.w.mem.Load(context.Background(), req.key)
-	if snap.Record.Exists() && snap.Record.Fingerprint != req.fp && c.w.cfg.Policy != PolicyNoFingerprint {
+	if rec := &c.w.shadow[req.scope]; rec.Exists() && rec.Fingerprint != req.fp && c.w.cfg.Baseline.comparesFingerprints() {
 		c.fail(3, req.scope, "payload %d executed under a record of another fingerprint", req.payload)
 	}
 }
@@ -135,10 +133,9 @@ func (c *checker) answer(req *request, a *answer) {
 // final checks the end state: invariants 2, 5 and 6.
 func (c *checker) final() {
 	w := c.w
-	for i, s := range w.scopes {
+	for i := range w.shadow {
 		scope := int32(i)
-		snap, _ := w.mem.Load(context.Background(), s)
-		rec := &snap.Record
+		rec := &w.shadow[i]
 		switch rec.Status {
 		case core.StatusInProgress, core.StatusUnknown:
 			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
@@ -162,11 +159,17 @@ func (c *checker) final() {
 }
 
 // linearizable checks the run's store history against the store's model
-// (-lincheck). A verdict other than Ok (Illegal, or Unknown when the check's
+// (-lincheck), and the Applies of a fast-path seed against the lifecycle
+// model. A verdict other than Ok (Illegal, or Unknown when the check's
 // budget ran out) is a violation.
-func (c *checker) linearizable(h []linearizability.StoreOperation) {
-	res := linearizability.CheckStoreHistory(h, linearizability.CheckOptions{Timeout: time.Minute, NoVisualization: true})
+func (c *checker) linearizable(h []linearizability.StoreOperation, life []linearizability.LifecycleOperation) {
+	opts := linearizability.CheckOptions{Timeout: time.Minute, NoVisualization: true}
+	res := linearizability.CheckStoreHistory(h, opts)
 	c.w.report.LinChecked = res.Operations
+	if res.OK() && len(life) > 0 {
+		res = linearizability.CheckLifecycleHistory(life, c.w.policy, opts)
+		c.w.report.LinChecked += res.Operations
+	}
 	if res.OK() {
 		return
 	}

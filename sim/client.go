@@ -109,9 +109,6 @@ func payloadFingerprint(amount, payload int64) core.Fingerprint {
 	return sha256.Sum256(b[:])
 }
 
-// keyOnly is the no-fingerprint policy's "fingerprint": the key alone.
-func keyOnly(key string) core.Fingerprint { return sha256.Sum256([]byte(key)) }
-
 // uuid formats 128 random bits as a version 4 UUID.
 func uuid(a, b uint64) string {
 	const digits = "0123456789abcdef"
@@ -153,15 +150,15 @@ func (c *client) timeout(att *attempt) {
 		return
 	}
 	att.handled = true
-	c.w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatTimeout, Arg: int64(att.n)})
+	c.w.log(TraceEvent{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatTimeout, Arg: int64(att.n)})
 	c.retry(req, 0)
 }
 
 func (c *client) deliver(att *attempt, server int, kind uint8) {
 	w := c.w
-	w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatSend, Arg: int64(att.n), Arg2: int64(server)})
+	w.log(TraceEvent{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatSend, Arg: int64(att.n), Arg2: int64(server)})
 	if w.fault(FaultLostRequest, w.rng.net) {
-		w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatLost, Arg: 0})
+		w.log(TraceEvent{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatLost, Arg: 0})
 		return
 	}
 	att.to[kind-evArrive0] = int32(server)
@@ -183,7 +180,7 @@ func (c *client) retry(req *request, wait int64) {
 
 func (c *client) refused(att *attempt) {
 	w := c.w
-	w.log(Event{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatRefused})
+	w.log(TraceEvent{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatRefused})
 	if att.handled || att.req.done {
 		return
 	}
@@ -194,7 +191,7 @@ func (c *client) refused(att *attempt) {
 func (c *client) receive(att *attempt, a answer) {
 	w := c.w
 	req := att.req
-	w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatAnswer, Arg: int64(a.status)})
+	w.log(TraceEvent{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatAnswer, Arg: int64(a.status)})
 	w.check.answer(req, &a)
 	if req.done {
 		return
@@ -202,7 +199,7 @@ func (c *client) receive(att *attempt, a answer) {
 	if a.definitive {
 		req.done, req.doneAt = true, w.now
 		w.report.Done++
-		w.log(Event{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatDone, Arg: int64(a.status)})
+		w.log(TraceEvent{Scope: req.scope, Actor: ActorClient, ActorID: c.id, What: WhatDone, Arg: int64(a.status)})
 		return
 	}
 	if att.handled {

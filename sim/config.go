@@ -103,55 +103,13 @@ func (s FaultSet) String() string {
 	return strings.Join(names, ",")
 }
 
-// Policy is how the servers use the store: the correct executor, or one of
-// the anti-patterns of the seed documents that the checkers must catch.
-type Policy uint8
-
-const (
-	PolicyCorrect        Policy = iota // the real executor over the real core
-	PolicyNaive                        // remember the key only after executing it
-	PolicyNoFingerprint                // compare keys only, never the payload
-	PolicyEvictUnknown                 // take a timeout for "did not execute" and free the key
-	PolicyLeaseReexecute               // run the action again once a lease expired
-	PolicyNoFencing                    // write an outcome without checking the token owns the record
-	policyCount
-)
-
-var policyNames = [policyCount]string{"correct", "naive", "no-fingerprint", "evict-unknown", "lease-reexecute", "no-fencing"}
-
-func (p Policy) String() string {
-	if p < policyCount {
-		return policyNames[p]
-	}
-	return fmt.Sprintf("policy(%d)", uint8(p))
-}
-
-// Policies lists every policy, the correct one first.
-func Policies() []Policy {
-	ps := make([]Policy, policyCount)
-	for i := range ps {
-		ps[i] = Policy(i)
-	}
-	return ps
-}
-
-// ParsePolicy reads a policy name.
-func ParsePolicy(name string) (Policy, error) {
-	for p, n := range policyNames {
-		if n == name {
-			return Policy(p), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(policyNames[:], ", "))
-}
-
 // Config is every parameter of one run. One seed drives every random choice.
 type Config struct {
 	Seed     uint64
 	Requests int // logical payment requests, over all clients
 	Clients  int
 	Servers  int
-	Policy   Policy
+	Baseline Baseline
 	Faults   FaultSet
 	// Swarm draws, from the seed, which of Faults are on and how often, as
 	// FoundationDB and TigerBeetle do; otherwise every fault in Faults fires
@@ -178,6 +136,57 @@ type Config struct {
 	// LinCheck records every store call and checks the history against
 	// the store's linearizability model (package linearizability).
 	LinCheck bool
+	// StorePath is how servers and workers reach the memory store: drawn
+	// per seed, or always one of its two paths.
+	StorePath StorePath
+}
+
+// StorePath is how the executor reaches the memory store.
+type StorePath uint8
+
+const (
+	// StorePathDrawn: each seed draws one of the two paths below (a
+	// baseline that needs loads, naive or lease-reexecute, always takes
+	// compare-and-set).
+	StorePathDrawn StorePath = iota
+	// StorePathCompareAndSet: load, core.Step, then a conditional write: two
+	// store calls, between which races and faults can fall.
+	StorePathCompareAndSet
+	// StorePathApply: the memory store's single-lock Apply (store.Applier),
+	// the path production Do takes over it: one store call.
+	StorePathApply
+	storePathCount
+)
+
+var storePathNames = [storePathCount]string{"drawn", "compare-and-set", "apply"}
+
+func (p StorePath) String() string {
+	if p < storePathCount {
+		return storePathNames[p]
+	}
+	return fmt.Sprintf("store_path(%d)", uint8(p))
+}
+
+// ParseStorePath reads a store path name.
+func ParseStorePath(name string) (StorePath, error) {
+	for p, n := range storePathNames {
+		if n == name {
+			return StorePath(p), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown store path %q (known: %s)", name, strings.Join(storePathNames[:], ", "))
+}
+
+// fastPath reports whether this seed takes the memory store's Apply,
+// drawing it from r when the path is drawn.
+func (c *Config) fastPath(r *rand.Rand) bool {
+	switch {
+	case c.Baseline.casOnly():
+		return false
+	case c.StorePath == StorePathDrawn:
+		return r.IntN(2) == 0
+	}
+	return c.StorePath == StorePathApply
 }
 
 // DefaultFaultRate is each fault's probability per chance to fire, when not in swarm mode.
@@ -197,7 +206,7 @@ func DefaultConfig() Config {
 		Requests:          200,
 		Clients:           20,
 		Servers:           3,
-		Policy:            PolicyCorrect,
+		Baseline:          BaselineCorrect,
 		Faults:            AllFaults,
 		Swarm:             true,
 		Arrival:           10 * time.Second,
@@ -232,8 +241,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("clients %d: want at least 1", c.Clients)
 	case c.Servers < 1:
 		return fmt.Errorf("servers %d: want at least 1", c.Servers)
-	case c.Policy >= policyCount:
-		return fmt.Errorf("unknown policy %v", c.Policy)
+	case c.Baseline >= baselineCount:
+		return fmt.Errorf("unknown baseline %v", c.Baseline)
+	case c.StorePath >= storePathCount:
+		return fmt.Errorf("unknown store path %v", c.StorePath)
 	case c.Arrival <= 0:
 		return fmt.Errorf("arrival %v: want a positive duration", c.Arrival)
 	}

@@ -49,7 +49,7 @@ func (g *gateway) find(id attemptID) *charge { return g.ledger[id] }
 // handle is a charge request arriving at the gateway now.
 func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, deadline time.Time) gatewayResult {
 	if w.Time().After(deadline) {
-		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatDeadline, Token: token})
+		w.log(TraceEvent{Scope: scope, Actor: ActorGateway, What: WhatDeadline, Token: token})
 		return gatewayResult{}
 	}
 	if w.cfg.GatewayIdempotent {
@@ -62,9 +62,9 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 	ch := &charge{id: g.next, scope: scope, amount: req.amount, payload: req.payload}
 	if w.fault(FaultGatewayReject, w.rng.gateway) {
 		ch.declined = true
-		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatDecline, Token: token})
+		w.log(TraceEvent{Scope: scope, Actor: ActorGateway, What: WhatDecline, Token: token})
 	} else {
-		w.log(Event{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
+		w.log(TraceEvent{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
 	}
 	g.ledger[attemptID{scope, token}] = ch
 	g.byKey[scope] = ch

@@ -35,7 +35,7 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 	}
 	// The scope's events, and within their span the end of the fault phase
 	// and the restarts of the servers that took part.
-	var evs []*Event
+	var evs []*TraceEvent
 	var t0, t1 int64
 	servers := map[int32]bool{}
 	for i := range r.Events {
@@ -57,13 +57,13 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 			evs = append(evs, e)
 		}
 	}
-	slices.SortStableFunc(evs, func(a, b *Event) int { return cmp.Compare(a.At, b.At) })
+	slices.SortStableFunc(evs, func(a, b *TraceEvent) int { return cmp.Compare(a.At, b.At) })
 	// Lanes in a fixed order: clients, servers, store, gateway, workers.
 	laneOf := map[string]int{}
 	var lanes []string
-	order := func(e *Event) (Actor, int32) { return e.Actor, e.ActorID }
+	order := func(e *TraceEvent) (Actor, int32) { return e.Actor, e.ActorID }
 	sorted := slices.Clone(evs)
-	slices.SortStableFunc(sorted, func(a, b *Event) int {
+	slices.SortStableFunc(sorted, func(a, b *TraceEvent) int {
 		aa, ai := order(a)
 		ba, bi := order(b)
 		if aa != ba {

@@ -14,8 +14,8 @@ import (
 // Command is the simrun command line that reproduces cfg exactly.
 func (c *Config) Command() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "simrun -seed %d -requests %d -clients %d -servers %d -policy %s -faults %s -swarm=%t",
-		c.Seed, c.Requests, c.Clients, c.Servers, c.Policy, c.Faults, c.Swarm)
+	fmt.Fprintf(&b, "simrun -seed %d -requests %d -clients %d -servers %d -baseline %s -faults %s -swarm=%t",
+		c.Seed, c.Requests, c.Clients, c.Servers, c.Baseline, c.Faults, c.Swarm)
 	if !c.Swarm && c.Faults != 0 {
 		fmt.Fprintf(&b, " -fault-rate %g", c.FaultRate[0])
 	}
@@ -25,6 +25,9 @@ func (c *Config) Command() string {
 	if c.LinCheck {
 		b.WriteString(" -lincheck")
 	}
+	if c.StorePath != StorePathDrawn {
+		fmt.Fprintf(&b, " -store-path %v", c.StorePath)
+	}
 	return b.String()
 }
 
@@ -32,15 +35,15 @@ func (c *Config) Command() string {
 func (c *Config) Describe() string {
 	p := &c.Lifecycle
 	var b strings.Builder
-	fmt.Fprintf(&b, "run:        seed=%d requests=%d clients=%d servers=%d policy=%s faults=%s swarm=%t",
-		c.Seed, c.Requests, c.Clients, c.Servers, c.Policy, c.Faults, c.Swarm)
+	fmt.Fprintf(&b, "run:        seed=%d requests=%d clients=%d servers=%d baseline=%s faults=%s swarm=%t",
+		c.Seed, c.Requests, c.Clients, c.Servers, c.Baseline, c.Faults, c.Swarm)
 	if !c.Swarm {
 		fmt.Fprintf(&b, " fault_rate=%g", c.FaultRate[0])
 	}
 	fmt.Fprintf(&b, "\nlifecycle:  lease=%v ttl=%v in_flight_wait=%v retry_after=%v reconcile_backoff=%v..%v attempts_max=%d expiry=%v fail=%v in_flight_answer=%v",
 		p.LeaseDuration, p.TTL, p.InFlightWait, p.RetryAfter, p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax, p.Expiry, p.Fail, p.InFlightAnswer)
 	fmt.Fprintf(&b, "\nnetwork:    latency=%v..%v one way", c.NetLatencyMin, c.NetLatencyMax)
-	fmt.Fprintf(&b, "\nstore:      memstore, latency=%v..%v per call", c.StoreLatencyMin, c.StoreLatencyMax)
+	fmt.Fprintf(&b, "\nstore:      memstore, latency=%v..%v per call, path=%v", c.StoreLatencyMin, c.StoreLatencyMax, c.StorePath)
 	fmt.Fprintf(&b, "\ngateway:    latency=%v..%v timeout=%v idempotent=%t", c.GatewayLatencyMin, c.GatewayLatencyMax, c.GatewayTimeout, c.GatewayIdempotent)
 	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffCap)
 	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)

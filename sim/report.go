@@ -19,7 +19,7 @@ type Report struct {
 	Converged                bool           // everything settled before the deadline
 	Counters                 []CounterValue // SPEC §7, in order
 	Violations               []Violation    // empty when every invariant held
-	Events                   []Event        // the run's trace
+	Events                   []TraceEvent   // the run's trace
 	Scopes                   []core.Scope   // scope index -> scope, for Events
 	violatingScope           int32
 	converge                 []int64 // sorted, virtual nanoseconds

@@ -54,11 +54,11 @@ func (s *server) crashes(scope int32) bool {
 	}
 	s.epoch++
 	s.alive = false
-	s.w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatCrash})
+	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatCrash})
 	s.w.after(int64(s.w.cfg.RestartDelay), func() {
 		s.alive = true
 		s.quietUntil = s.w.now + int64(s.w.cfg.CrashQuiet)
-		s.w.log(Event{Scope: -1, Actor: ActorServer, ActorID: s.id, What: WhatRestart})
+		s.w.log(TraceEvent{Scope: -1, Actor: ActorServer, ActorID: s.id, What: WhatRestart})
 	})
 	return true
 }
@@ -68,7 +68,7 @@ func (s *server) pause(scope int32) {
 	lease := int64(s.w.policy.LeaseDuration)
 	d := lease + lease/2 + s.w.rng.servers.Int64N(lease*3/2)
 	s.pausedUntil = s.w.now + d
-	s.w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
+	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
 }
 
 // receive is a request (copy 0 or 1 of att) arriving from a
@@ -87,15 +87,11 @@ func (s *server) serve(att *attempt) {
 	if s.crashes(att.req.scope) { // before reserve
 		return
 	}
-	if w.cfg.Policy == PolicyNaive {
+	if w.cfg.Baseline == BaselineNaive {
 		s.naive(s.epoch, att)
 		return
 	}
-	fp := att.req.fp
-	if w.cfg.Policy == PolicyNoFingerprint {
-		fp = keyOnly(att.req.key.Key)
-	}
-	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: fp})
+	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: w.requestFingerprint(att.req)})
 	if err != nil {
 		panic(err) // unreachable: the simulator builds valid requests
 	}
@@ -145,27 +141,27 @@ func (c *serverCall) advance() {
 
 func (c *serverCall) apply(ev core.Event) { c.run(&c.main, evOpStep, ev) }
 
-// run starts applying ev in r, whose answers come as kind. Under the
-// no-fencing baseline an owner's event carries whichever token owns the
-// record now: the anti-pattern of writing the outcome without the check.
+// run starts applying ev in r, whose answers come as kind.
 func (c *serverCall) run(r *opRun, kind uint8, ev core.Event) {
 	w := c.s.w
-	if w.cfg.Policy == PolicyNoFencing && ev.Kind != core.EventReserve {
-		if snap, _ := w.mem.Load(context.Background(), c.att.req.key); snap.Record.Token != 0 {
-			ev.Token = snap.Record.Token
-		}
-	}
+	ev = w.ownerEvent(c.scope, ev)
 	meta := opMeta{actor: ActorServer, actorID: c.s.id, scope: c.scope, event: ev.Kind, attempt: c.token}
 	w.runOp(c, r, kind, meta, ev)
 }
 
-// opRun is one event being applied for a server call through an idem.Op,
-// one store call at a time: each call takes effect when it is made, and its
-// answer arrives after the store's latency, with the world going on in
-// between.
+// opRun is one event being applied for a server call, one store call at a
+// time: each call takes effect when it is made, and its answer arrives after
+// the store's latency, with the world going on in between. On the
+// compare-and-set path the calls are a store.Op's (load, then a write); on
+// the fast path there is one, Apply.
 type opRun struct {
-	op   store.Op
-	meta opMeta
+	op      store.Op
+	applied store.Applied // the fast path's outcome
+	err     error         // the fast path's error
+	done    bool          // the fast path's one call was made
+	ev      core.Event
+	meta    opMeta
+	st      store.Store // the store as this caller sees it (meta names it)
 }
 
 // Kinds of serverCall events.
@@ -198,7 +194,14 @@ func (c *serverCall) handle(kind uint8) {
 
 // runOp starts applying ev for c in r; done gets the outcome.
 func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event) {
-	r.op.Reset(w.scopes[meta.scope], ev, &w.policy)
+	if r.st == nil {
+		r.st = w.storeView(w.store.view(&r.meta))
+	}
+	if _, fast := r.st.(store.Applier); fast {
+		r.ev, r.done, r.err = ev, false, nil
+	} else {
+		r.op.Reset(w.scopes[meta.scope], ev, &w.policy)
+	}
 	r.meta = meta
 	w.opCall(c, r, kind)
 }
@@ -206,24 +209,36 @@ func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.
 // opCall makes r's pending store call now; its answer comes as kind.
 func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
 	lat := w.storeLatency()
-	w.cur = r.meta
-	w.cur.returnAt = w.now + lat
-	r.op.Do(context.Background(), w.storeView())
-	w.cur = opMeta{scope: -1}
+	r.meta.returnAt = w.now + lat
+	if _, fast := r.st.(store.Applier); fast {
+		r.err = store.Apply(context.Background(), r.st, w.scopes[r.meta.scope], r.ev, &w.policy, &r.applied)
+		r.done = true
+	} else {
+		r.op.Do(context.Background(), r.st)
+	}
 	w.afterOnH(c.s, c.epoch, lat, c, kind)
 }
 
+// result is r's outcome once it is over (ok false: a store call is still to make).
+func (r *opRun) result() (a *store.Applied, err error, ok bool) {
+	if _, fast := r.st.(store.Applier); fast {
+		return &r.applied, r.err, r.done
+	}
+	a, err = r.op.Result()
+	return a, err, r.op.Done()
+}
+
 func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
-	if !r.op.Done() {
+	a, err, ok := r.result()
+	if !ok {
 		w.opCall(c, r, kind)
 		return
 	}
-	a, err := r.op.Result()
 	m := &r.meta
 	if err != nil {
-		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
+		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
 	} else {
-		w.log(Event{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(m.event)})
+		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(m.event)})
 	}
 	if kind == evHbStep {
 		c.beaten(a, err)
@@ -231,28 +246,6 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 		c.call.ApplyDone(a, err)
 		c.advance()
 	}
-}
-
-// storeView is the store as the policy sees it. lease-reexecute's view shows
-// a record whose lease expired as failed_retryable, so that the core hands
-// the key to a new attempt: the anti-pattern of re-running on lease expiry.
-func (w *world) storeView() store.Store {
-	if w.cfg.Policy == PolicyLeaseReexecute {
-		return leaseReexecuteView{w.store}
-	}
-	return w.store
-}
-
-type leaseReexecuteView struct{ *faultyStore }
-
-func (v leaseReexecuteView) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
-	snap, err := v.faultyStore.Load(ctx, scope)
-	r := &snap.Record
-	expired := r.Status == core.StatusInProgress && !snap.Now.Before(r.LockedUntil)
-	if err == nil && (expired || r.Status == core.StatusUnknown && r.LastErrorCode == core.CodeLeaseExpired) {
-		r.Status = core.StatusFailedRetryable
-	}
-	return snap, err
 }
 
 // waiter is a server waiting for a record to change, or for its time.
@@ -290,7 +283,7 @@ func (c *serverCall) runAction(at idem.Attempt) {
 	w, s := c.s.w, c.s
 	c.attempt = at
 	w.check.gatewayCall(c.scope, at.Token)
-	w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: at.Token})
+	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: at.Token})
 	c.heartbeat()
 	if w.fault(FaultGatewayRefuse, w.rng.gateway) {
 		w.afterOnH(s, c.epoch, w.netLatency(), c, evActionRefused)
@@ -320,7 +313,7 @@ func (c *serverCall) actionStep(kind uint8) {
 			w.afterOnH(s, c.epoch, w.rng.net.Int64N(int64(w.cfg.GatewayTimeout)), c, evActionCancelled)
 		}
 		if w.fault(FaultGatewayTimeoutBefore, w.rng.gateway) {
-			w.log(Event{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 2})
+			w.log(TraceEvent{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 2})
 			return
 		}
 		w.afterH(w.netLatency(), c, evActionAtGateway)
@@ -333,7 +326,7 @@ func (c *serverCall) actionStep(kind uint8) {
 		w.afterH(w.gatewayLatency()+w.netLatency(), c, evActionAnswered)
 	case evActionAnswered: // the network's
 		if c.gwResult.charge != nil && w.fault(FaultGatewayTimeoutAfter, w.rng.gateway) {
-			w.log(Event{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 3})
+			w.log(TraceEvent{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 3})
 			return
 		}
 		s.runEvent(event{h: c, kind: evActionBack, srv: s, epoch: c.epoch})
@@ -360,14 +353,11 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 	}
 	c.actionDone = true
 	c.hbStop = true
-	w.log(Event{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatOutcome, Token: c.attempt.Token, Arg: how})
+	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatOutcome, Token: c.attempt.Token, Arg: how})
 	if s.crashes(c.scope) { // after the side effect, before complete
 		return
 	}
-	if w.cfg.Policy == PolicyEvictUnknown && how == outcomeUnknown {
-		err = idem.NotExecuted(err) // the anti-pattern: a timeout taken for "did not happen"
-	}
-	c.call.RunDone(resp, err)
+	c.call.RunDone(resp, w.actionError(err, how))
 	c.advance()
 }
 
@@ -433,52 +423,13 @@ func (w *world) sendAnswer(s *server, att *attempt, a answer) {
 		a.response = a.response.Clone()
 		a.response.Body[0] ^= 1
 	}
-	w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatReply, Arg: int64(a.status)})
+	w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatReply, Arg: int64(a.status)})
 	w.report.reply(a)
 	if w.fault(FaultLostResponse, w.rng.net) {
-		w.log(Event{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatLost, Arg: 1})
+		w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatLost, Arg: 1})
 		return
 	}
 	w.after(w.netLatency(), func() { att.req.c.receive(att, a) })
-}
-
-// naive is the seed's bad example: look the key up, and if it was not done,
-// execute, then remember the key. No reservation, no lease, no fencing.
-func (s *server) naive(epoch int, att *attempt) {
-	w := s.w
-	req := att.req
-	meta := opMeta{actor: ActorServer, actorID: s.id, scope: req.scope, event: core.EventReserve}
-	s.at(epoch, w.storeLatency(), func() {
-		w.cur = meta
-		snap, err := w.store.Load(context.Background(), req.key)
-		w.cur = opMeta{scope: -1}
-		if err != nil {
-			w.sendAnswer(s, att, answer{status: http.StatusServiceUnavailable})
-			return
-		}
-		if snap.Record.Status == core.StatusCompleted {
-			w.sendAnswer(s, att, answer{status: snap.Record.Response.StatusCode, definitive: true, response: snap.Record.Response, kind: idem.ResultReplayed})
-			return
-		}
-		w.check.gatewayCall(req.scope, snap.FreshToken)
-		w.log(Event{Scope: req.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: snap.FreshToken})
-		w.after(w.netLatency(), func() {
-			res := w.gateway.handle(w, req.scope, req, snap.FreshToken, w.Time().Add(w.policy.TTL))
-			s.at(epoch, w.gatewayLatency()+w.netLatency(), func() {
-				resp := res.charge.response()
-				rec := core.Record{
-					Scope: req.key, Status: core.StatusCompleted, Fingerprint: req.fp, Token: snap.FreshToken, Version: 1,
-					Response: resp, CreatedAt: w.Time(), CompletedAt: w.Time(), ExpiresAt: w.Time().Add(w.policy.TTL),
-				}
-				s.at(epoch, w.storeLatency(), func() {
-					w.cur = meta
-					_ = w.store.Insert(context.Background(), &rec)
-					w.cur = opMeta{scope: -1}
-					w.sendAnswer(s, att, answer{status: resp.StatusCode, definitive: true, response: resp, kind: idem.ResultExecuted})
-				})
-			})
-		})
-	})
 }
 
 func timeSince(now, start int64) time.Duration { return time.Duration(now - start) }

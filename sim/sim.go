@@ -31,6 +31,16 @@ type world struct {
 
 	sweeper    *idem.Sweeper
 	reconciler *idem.Reconciler
+	// sweepMeta and reconcileMeta name the workers behind their store calls.
+	sweepMeta, reconcileMeta opMeta
+	// fastPath: this seed's servers and workers go through the memory
+	// store's single-lock Apply (what production Do takes over it), not
+	// load and compare-and-set (Config.StorePath).
+	fastPath bool
+	// shadow is every scope's record as the store's applied writes left it:
+	// the checkers read it, so that watching the store never changes it (a
+	// Load would hand out a fresh token).
+	shadow []core.Record
 
 	servers  []*server
 	clients  []*client
@@ -39,13 +49,13 @@ type world struct {
 	scopeIdx map[core.Scope]int32
 	gateway  gateway
 	waiters  [][]*waiter // by scope: the servers waiting for its record to change
-	cur      opMeta      // who is behind the store call in progress
 
 	check   checker
 	plant   plantedBugs // set only by the tests that show a checker catches them
 	tracing bool        // keep every event (else a violation is traced by running its seed again)
-	events  []Event
-	lin     []linearizability.StoreOperation // the store's history, with LinCheck
+	events  []TraceEvent
+	lin     []linearizability.StoreOperation     // the store's history, with LinCheck
+	linLife []linearizability.LifecycleOperation // the same on the fast path: one Apply each
 	report  Report
 }
 
@@ -79,20 +89,25 @@ func newWorld(cfg Config, tracing bool) *world {
 	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
 	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8, Deterministic: true})
 	w.store = &faultyStore{w: w, inner: w.mem}
-	ex, err := idem.New(w.store, idem.WithPolicy(w.policy), idem.WithMetrics(w.metrics))
-	if err != nil {
-		panic(err) // unreachable: the policy was validated
-	}
-	w.ex = ex
-	if w.sweeper, err = ex.Sweeper(idem.WithBatchSize(50)); err != nil {
+	w.fastPath = cfg.fastPath(w.rng.path)
+	// One executor per actor kind, each over the store as that actor sees
+	// it, so that every store call is attributed explicitly. The servers'
+	// executor only begins Flows: the servers make their store calls
+	// themselves, through their own views.
+	w.sweepMeta = opMeta{actor: ActorSweeper, scope: -1}
+	w.reconcileMeta = opMeta{actor: ActorReconciler, scope: -1}
+	w.ex = w.executor(nil)
+	var err error
+	if w.sweeper, err = w.executor(&w.sweepMeta).Sweeper(idem.WithBatchSize(50)); err != nil {
 		panic(err) // unreachable: the batch size is positive
 	}
-	if w.reconciler, err = ex.Reconciler(w.reconcileCheck, idem.WithBatchSize(50)); err != nil {
+	if w.reconciler, err = w.executor(&w.reconcileMeta).Reconciler(w.reconcileCheck, idem.WithBatchSize(50)); err != nil {
 		panic(err) // unreachable: the check is set
 	}
 	// Scopes are made only by new requests: at most cfg.Requests of them,
 	// so per-scope state is sized once.
 	w.scopeIdx = make(map[core.Scope]int32, cfg.Requests)
+	w.shadow = make([]core.Record, 0, cfg.Requests)
 	w.waiters = make([][]*waiter, cfg.Requests)
 	w.gateway.init(cfg.Requests)
 	w.check.init(w)
@@ -116,7 +131,7 @@ func (w *world) fault(f Fault, r *rand.Rand) bool {
 }
 
 // log records a trace event at the current time.
-func (w *world) log(e Event) {
+func (w *world) log(e TraceEvent) {
 	if !w.tracing {
 		return
 	}
@@ -130,6 +145,7 @@ func (w *world) scopeOf(s core.Scope) int32 {
 	}
 	i := int32(len(w.scopes))
 	w.scopes = append(w.scopes, s)
+	w.shadow = append(w.shadow, core.Record{Scope: s})
 	w.scopeIdx[s] = i
 	return i
 }
@@ -180,7 +196,7 @@ func (w *world) heal() {
 	w.healed = true
 	w.healAt = w.now
 	w.giveUpAt = w.now + w.convergeBound()
-	w.log(Event{Scope: -1, Actor: ActorWorld, What: WhatHeal})
+	w.log(TraceEvent{Scope: -1, Actor: ActorWorld, What: WhatHeal})
 }
 
 // settled reports whether the run is over: faults stopped, every request has
@@ -189,27 +205,33 @@ func (w *world) settled() bool {
 	if !w.healed || w.report.Done < len(w.requests) || len(w.requests) < w.cfg.Requests {
 		return false
 	}
-	for _, s := range w.scopes {
-		snap, _ := w.mem.Load(context.Background(), s)
-		if st := snap.Record.Status; st == core.StatusInProgress || st == core.StatusUnknown {
+	for i := range w.shadow {
+		if st := w.shadow[i].Status; st == core.StatusInProgress || st == core.StatusUnknown {
 			return false
 		}
 	}
 	return true
 }
 
-// actor runs fn as a periodic worker's step, telling the store who it is.
-func (w *world) actor(a Actor, fn func()) {
-	w.cur = opMeta{actor: a, scope: -1}
-	fn()
-	w.cur = opMeta{scope: -1}
+// executor builds an executor over the store as the caller meta sees it
+// (nil: a view nobody calls through, for the servers' Flows).
+func (w *world) executor(meta *opMeta) *idem.Executor {
+	if meta == nil {
+		meta = &opMeta{scope: -1}
+	}
+	ex, err := idem.New(w.store.view(meta), idem.WithPolicy(w.policy), idem.WithMetrics(w.metrics))
+	if err != nil {
+		panic(err) // unreachable: the policy was validated
+	}
+	return ex
 }
 
 func (w *world) reconcileTick() {
 	if w.stopped {
 		return
 	}
-	w.actor(ActorReconciler, func() { _, _ = w.reconciler.RunOnce(context.Background()) })
+	w.reconcileMeta.returnAt = w.now
+	_, _ = w.reconciler.RunOnce(context.Background())
 	if w.settled() {
 		w.stopped = true // converged: nothing left to do
 		w.report.Converged = true
@@ -222,7 +244,8 @@ func (w *world) sweepTick() {
 	if w.stopped {
 		return
 	}
-	w.actor(ActorSweeper, func() { _, _ = w.sweeper.RunOnce(context.Background()) })
+	w.sweepMeta.returnAt = w.now
+	_, _ = w.sweeper.RunOnce(context.Background())
 	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
 }
 
@@ -242,11 +265,18 @@ func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding
 	return idem.Finding{Verdict: core.VerdictNotExecuted}, nil
 }
 
-// applied hears every write the store applied, before any fault hides it.
-func (w *world) applied(rec *core.Record, kind core.WriteKind, expectToken core.Token) {
-	m := w.cur
-	w.log(Event{Scope: m.scope, Actor: ActorStore, What: WhatWrite, Token: rec.Token, Arg: int64(kind), Arg2: int64(rec.Status)})
-	w.check.write(m, rec, kind, expectToken)
+// applied hears every write the store applied for the caller m, before any
+// fault hides it.
+func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expectToken core.Token) {
+	if i, ok := w.scopeIdx[rec.Scope]; ok {
+		if kind == core.WriteDelete {
+			w.shadow[i] = core.Record{Scope: rec.Scope}
+		} else {
+			w.shadow[i] = *rec
+		}
+	}
+	w.log(TraceEvent{Scope: m.scope, Actor: ActorStore, What: WhatWrite, Token: rec.Token, Arg: int64(kind), Arg2: int64(rec.Status)})
+	w.check.write(*m, rec, kind, expectToken)
 	// Wake the servers waiting on this scope.
 	if m.scope < 0 {
 		return
@@ -265,7 +295,7 @@ func (w *world) finish() {
 		w.check.final()
 	}
 	if w.cfg.LinCheck && len(w.report.Violations) == 0 {
-		w.check.linearizable(w.lin)
+		w.check.linearizable(w.lin, w.linLife)
 	}
 	w.report.finish(w)
 }

@@ -15,26 +15,26 @@ import (
 const baselineSeeds = 200
 
 // TestBaselinesAreCaughtAndCorrectPasses runs the same seeds with every
-// policy: each anti-pattern must break an invariant within baselineSeeds
-// seeds, and the correct policy must break none on any of them.
+// baseline: each anti-pattern must break an invariant within baselineSeeds
+// seeds, and the correct baseline must break none on any of them.
 func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
 	cfg := DefaultConfig()
 	seeds := baselineSeeds
 	if testing.Short() {
 		seeds = 50
 	}
-	for _, p := range Policies() {
+	for _, p := range Baselines() {
 		t.Run(p.String(), func(t *testing.T) {
 			t.Parallel()
 			c := cfg
-			c.Policy = p
+			c.Baseline = p
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				c.Seed = seed
 				r, err := Run(c)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if p == PolicyCorrect {
+				if p == BaselineCorrect {
 					for _, v := range r.Violations {
 						t.Fatalf("seed %d: invariant %d (%s) in %s: %s\n%s\nreproduce: %s", seed, v.Invariant, v.Name, v.Scope, v.Detail, strings.Join(v.Events, "\n"), c.Command())
 					}
@@ -49,7 +49,7 @@ func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
 					return
 				}
 			}
-			if p != PolicyCorrect {
+			if p != BaselineCorrect {
 				t.Fatalf("%v was not caught in %d seeds", p, seeds)
 			}
 		})
@@ -66,7 +66,7 @@ func allFaultsAt(rate float64) Config {
 	return cfg
 }
 
-// TestEveryFaultAtOnce runs the correct policy with every fault on at a high
+// TestEveryFaultAtOnce runs the correct baseline with every fault on at a high
 // fixed rate (no swarm), and with the gateway deduplicating as well.
 func TestEveryFaultAtOnce(t *testing.T) {
 	for _, idempotentGateway := range []bool{false, true} {
@@ -163,7 +163,7 @@ func TestInvalidConfig(t *testing.T) {
 		func(c *Config) { c.Servers = -1 },
 		func(c *Config) { c.FaultRate[3] = 2 },
 		func(c *Config) { c.Lifecycle.LeaseDuration = 0 },
-		func(c *Config) { c.Policy = 99 },
+		func(c *Config) { c.Baseline = 99 },
 	} {
 		cfg := DefaultConfig()
 		mutate(&cfg)

@@ -13,8 +13,8 @@ import (
 var errStoreDown = errors.New("sim: store unavailable (injected)")
 
 // opMeta says who is behind a store call, for the checkers: the actor, the
-// event it applies, and the attempt's own token (which a broken policy may
-// not be the token it writes with).
+// event it applies, and the attempt's own token (which a broken baseline
+// may not be the token it writes with).
 type opMeta struct {
 	actor    Actor
 	actorID  int32
@@ -26,28 +26,47 @@ type opMeta struct {
 
 // faultyStore puts the real memory store behind the store faults of SPEC §8:
 // errors before a call applies, errors after a write applied (an ambiguous
-// commit), and latency (which the world adds around each call). It is not an
-// store.Applier, so every event goes through load and compare-and-set, where
-// races and faults can fall between the two.
+// commit), and latency (which the world adds around each call). Callers
+// reach it through a callerStore, which names who is calling.
 type faultyStore struct {
 	w     *world
 	inner *memstore.Store
 }
 
-var _ store.Store = (*faultyStore)(nil)
+// callerStore is the faulty store as one caller sees it: every call through
+// it is attributed to *meta, which the caller keeps up to date (the event
+// it applies, when it hears back). On the seeds that draw the memory
+// store's fast path (Config.StorePath), it is also a store.Applier, with the
+// same faults around Apply.
+type callerStore struct {
+	s    *faultyStore
+	meta *opMeta
+}
+
+// view returns the store for a caller described by meta: its own methods,
+// and the inner store's fast path on the seeds that use it.
+func (s *faultyStore) view(meta *opMeta) store.Store {
+	c := callerStore{s, meta}
+	l := store.Layer{Outer: c, Inner: s.inner}
+	if s.w.fastPath {
+		l.Apply = c.apply
+	}
+	return store.Wrap(l)
+}
+
+var _ store.Store = callerStore{}
 
 func (s *faultyStore) failBefore() bool { return s.w.fault(FaultStoreErrorBefore, s.w.rng.store) }
 
-func (s *faultyStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
-	if s.failBefore() {
-		if s.w.cfg.LinCheck {
-			s.w.history(linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Outcome: linearizability.OutcomeFailed})
-		}
+func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
+	w := c.s.w
+	if c.s.failBefore() {
+		w.history(c.meta, linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Outcome: linearizability.OutcomeFailed})
 		return store.Snapshot{}, errStoreDown
 	}
-	snap, err := s.inner.Load(ctx, scope)
-	if err == nil && s.w.cfg.LinCheck {
-		s.w.history(linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Record: snap.Record, FreshToken: snap.FreshToken, Outcome: linearizability.OutcomeOK})
+	snap, err := c.s.inner.Load(ctx, scope)
+	if err == nil {
+		w.history(c.meta, linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Record: snap.Record, FreshToken: snap.FreshToken, Outcome: linearizability.OutcomeOK})
 	}
 	return snap, err
 }
@@ -55,9 +74,10 @@ func (s *faultyStore) Load(ctx context.Context, scope core.Scope) (store.Snapsho
 // write makes the write of kind (rec is the record written, or for a delete
 // just its scope) and reports it to the checkers; then it may pretend the
 // write failed.
-func (s *faultyStore) write(ctx context.Context, kind core.WriteKind, rec *core.Record, v uint64, t core.Token) error {
+func (c callerStore) write(ctx context.Context, kind core.WriteKind, rec *core.Record, v uint64, t core.Token) error {
+	s, w := c.s, c.s.w
 	if s.failBefore() {
-		s.record(kind, rec, v, t, linearizability.OutcomeFailed)
+		c.record(kind, rec, v, t, linearizability.OutcomeFailed)
 		return errStoreDown
 	}
 	var err error
@@ -70,23 +90,23 @@ func (s *faultyStore) write(ctx context.Context, kind core.WriteKind, rec *core.
 		err = s.inner.Delete(ctx, rec.Scope, v, t)
 	}
 	if err != nil {
-		s.record(kind, rec, v, t, linearizability.OutcomeConflict)
+		c.record(kind, rec, v, t, linearizability.OutcomeConflict)
 		return err
 	}
-	s.w.applied(rec, kind, t)
-	if s.w.fault(FaultStoreErrorAfter, s.w.rng.store) {
-		s.w.log(Event{Scope: s.w.cur.scope, Actor: ActorStore, What: WhatFaultAfter, Token: rec.Token})
-		s.record(kind, rec, v, t, linearizability.OutcomeUnknown) // the caller cannot tell it applied
+	w.applied(c.meta, rec, kind, t)
+	if w.fault(FaultStoreErrorAfter, w.rng.store) {
+		w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatFaultAfter, Token: rec.Token})
+		c.record(kind, rec, v, t, linearizability.OutcomeUnknown) // the caller cannot tell it applied
 		return errStoreDown
 	}
-	s.record(kind, rec, v, t, linearizability.OutcomeOK)
+	c.record(kind, rec, v, t, linearizability.OutcomeOK)
 	return nil
 }
 
 // record adds a write to the history, for -lincheck only: the operation is
 // large, and most runs do not check it.
-func (s *faultyStore) record(kind core.WriteKind, rec *core.Record, v uint64, t core.Token, outcome linearizability.Outcome) {
-	if !s.w.cfg.LinCheck {
+func (c callerStore) record(kind core.WriteKind, rec *core.Record, v uint64, t core.Token, outcome linearizability.Outcome) {
+	if !c.s.w.cfg.LinCheck {
 		return
 	}
 	op := linearizability.StoreOperation{Scope: rec.Scope, ExpectVersion: v, ExpectToken: t, Outcome: outcome}
@@ -98,35 +118,91 @@ func (s *faultyStore) record(kind core.WriteKind, rec *core.Record, v uint64, t 
 	case core.WriteDelete:
 		op.Kind = linearizability.StoreDelete
 	}
-	s.w.history(op)
+	c.s.w.history(c.meta, op)
 }
 
-func (s *faultyStore) Insert(ctx context.Context, rec *core.Record) error {
-	return s.write(ctx, core.WriteInsert, rec, 0, 0)
+func (c callerStore) Insert(ctx context.Context, rec *core.Record) error {
+	return c.write(ctx, core.WriteInsert, rec, 0, 0)
 }
 
-func (s *faultyStore) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, t core.Token) error {
-	return s.write(ctx, core.WriteUpdate, rec, v, t)
+func (c callerStore) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, t core.Token) error {
+	return c.write(ctx, core.WriteUpdate, rec, v, t)
 }
 
-func (s *faultyStore) Delete(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
-	return s.write(ctx, core.WriteDelete, &core.Record{Scope: scope}, v, t)
+func (c callerStore) Delete(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
+	return c.write(ctx, core.WriteDelete, &core.Record{Scope: scope}, v, t)
 }
 
-// history records a store call for -lincheck: made now by the current
-// caller, answered when that caller hears back.
-func (w *world) history(op linearizability.StoreOperation) {
+func (c callerStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
+	if c.s.failBefore() {
+		return nil, errStoreDown
+	}
+	return c.s.inner.Due(ctx, kind, limit)
+}
+
+// Wait is never called by the simulator, which wakes waiters itself when it
+// sees a write; it is here to satisfy store.Store.
+func (c callerStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
+	return c.s.inner.Wait(ctx, scope, v, t)
+}
+
+// apply puts the store faults around the memory store's Apply: an error
+// before it applies, and an error after its write applied.
+func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
+	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+		s, w := c.s, c.s.w
+		op := linearizability.LifecycleOperation{Scope: scope, Event: ev}
+		if s.failBefore() {
+			op.Outcome = linearizability.OutcomeFailed
+			w.lifeHistory(c.meta, op)
+			return errStoreDown
+		}
+		if err := next(ctx, scope, ev, p, out); err != nil {
+			op.Outcome = linearizability.OutcomeFailed // the core refused: nothing was written
+			w.lifeHistory(c.meta, op)
+			return err
+		}
+		op.Outcome = linearizability.OutcomeOK
+		op.Event.Now = out.Now
+		if ev.Kind == core.EventReserve {
+			op.Event.Token = 0
+			if out.Result.Decision.Kind == core.DecisionExecute {
+				op.Event.Token = out.Result.Decision.Token
+			}
+		}
+		op.Before, op.Result, op.Record = out.Before, out.Result, out.Record
+		if out.Result.Write.Kind != core.WriteNone {
+			w.applied(c.meta, &out.Record, out.Result.Write.Kind, out.Result.Write.ExpectToken)
+			if w.fault(FaultStoreErrorAfter, w.rng.store) {
+				w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatFaultAfter, Token: out.Record.Token})
+				op.Outcome, op.WriteKnown = linearizability.OutcomeUnknown, true
+				w.lifeHistory(c.meta, op)
+				return errStoreDown
+			}
+		}
+		w.lifeHistory(c.meta, op)
+		return nil
+	}
+}
+
+// client is the history's client number of the caller m.
+func (w *world) client(m *opMeta) int {
+	switch m.actor {
+	case ActorReconciler:
+		return len(w.servers)
+	case ActorSweeper:
+		return len(w.servers) + 1
+	}
+	return int(m.actorID)
+}
+
+// history records a store call for -lincheck: made now by m, answered when
+// m hears back.
+func (w *world) history(m *opMeta, op linearizability.StoreOperation) {
 	if !w.cfg.LinCheck {
 		return
 	}
-	m := &w.cur
-	op.Client = int(m.actorID)
-	switch m.actor {
-	case ActorReconciler:
-		op.Client = len(w.servers)
-	case ActorSweeper:
-		op.Client = len(w.servers) + 1
-	}
+	op.Client = w.client(m)
 	op.Call, op.Return = w.now, max(m.returnAt, w.now)
 	if op.Kind == linearizability.StoreInsert || op.Kind == linearizability.StoreCompareAndSet {
 		op.Record.Response = op.Record.Response.Clone()
@@ -134,17 +210,18 @@ func (w *world) history(op linearizability.StoreOperation) {
 	w.lin = append(w.lin, op)
 }
 
-func (s *faultyStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
-	if s.failBefore() {
-		return nil, errStoreDown
+// lifeHistory records an Apply for -lincheck, on the seeds that use the
+// fast path: one event applied atomically, checked against the lifecycle
+// model (core.Step as the specification).
+func (w *world) lifeHistory(m *opMeta, op linearizability.LifecycleOperation) {
+	if !w.cfg.LinCheck {
+		return
 	}
-	return s.inner.Due(ctx, kind, limit)
-}
-
-// Wait is never called by the simulator, which wakes waiters itself when it
-// sees a write; it is here to satisfy store.Store.
-func (s *faultyStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
-	return s.inner.Wait(ctx, scope, v, t)
+	op.Client = w.client(m)
+	op.Call, op.Return = w.now, max(m.returnAt, w.now)
+	op.Event.Response = op.Event.Response.Clone()
+	op.Record.Response = op.Record.Response.Clone()
+	w.linLife = append(w.linLife, op)
 }
 
 // storeLatency is one store call's round trip.

@@ -65,8 +65,8 @@ func (w What) String() string {
 	return fmt.Sprintf("what(%d)", uint8(w))
 }
 
-// Event is one traced step of a run, in virtual time.
-type Event struct {
+// TraceEvent is one traced step of a run, in virtual time.
+type TraceEvent struct {
 	At      int64 // virtual nanoseconds since the start
 	Scope   int32 // index of the scope (-1: none)
 	Actor   Actor
@@ -78,12 +78,12 @@ type Event struct {
 }
 
 // Describe renders an event as one line: time, actor, text.
-func (e *Event) Describe() string {
+func (e *TraceEvent) Describe() string {
 	return fmt.Sprintf("%12s  %-13s %s", fmtTime(e.At), e.actor(), e.Text())
 }
 
 // Text says what happened, without time or actor.
-func (e *Event) Text() string {
+func (e *TraceEvent) Text() string {
 	var b strings.Builder
 	switch e.What {
 	case WhatSend:
@@ -133,7 +133,7 @@ func (e *Event) Text() string {
 	return b.String()
 }
 
-func (e *Event) actor() string {
+func (e *TraceEvent) actor() string {
 	switch e.Actor {
 	case ActorStore, ActorGateway, ActorReconciler, ActorSweeper, ActorWorld:
 		return e.Actor.String()

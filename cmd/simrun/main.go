@@ -38,7 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients per seed")
 	fs.IntVar(&cfg.Servers, "servers", cfg.Servers, "API servers per seed")
 	faults := fs.String("faults", "all", "faults to inject: all, none, or a comma list of "+strings.Join(faultNames(), ","))
-	policy := fs.String("policy", "correct", "server policy: correct, or a baseline that must be caught: "+strings.Join(policyNames()[1:], ", "))
+	baseline := fs.String("baseline", "correct", "how servers use the store: correct, or an anti-pattern that must be caught: "+strings.Join(baselineNames()[1:], ", "))
+	storePath := fs.String("store-path", "drawn", "how the executor reaches the memory store: drawn (per seed), compare-and-set (load, then a conditional write) or apply (its single-lock fast path)")
 	swarm := fs.String("swarm", "", "true: draw per seed which faults fire and how often; false: every fault at -fault-rate (default: true for -seeds > 1)")
 	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.DefaultFaultRate, "each fault's probability per chance, without swarm")
 	fs.BoolVar(&cfg.GatewayIdempotent, "gateway-idempotent", false, "the gateway dedupes charges by key itself (off: idem alone must prevent duplicates)")
@@ -68,8 +69,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.Faults, err = sim.ParseFaults(*faults); err != nil {
 		return bad("-faults: %v", err)
 	}
-	if cfg.Policy, err = sim.ParsePolicy(*policy); err != nil {
-		return bad("-policy: %v", err)
+	if cfg.Baseline, err = sim.ParseBaseline(*baseline); err != nil {
+		return bad("-baseline: %v", err)
+	}
+	if cfg.StorePath, err = sim.ParseStorePath(*storePath); err != nil {
+		return bad("-store-path: %v", err)
 	}
 	switch *swarm {
 	case "":
@@ -121,9 +125,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func policyNames() []string {
+func baselineNames() []string {
 	var names []string
-	for _, p := range sim.Policies() {
+	for _, p := range sim.Baselines() {
 		names = append(names, p.String())
 	}
 	return names

@@ -41,11 +41,11 @@ func TestSameFlagsSameOutput(t *testing.T) {
 }
 
 func TestViolationExitsOneWithReproduction(t *testing.T) {
-	code, out, _ := simrun(t, "-seed", "1", "-seeds", "3", "-requests", "100", "-policy", "naive")
+	code, out, _ := simrun(t, "-seed", "1", "-seeds", "3", "-requests", "100", "-baseline", "naive")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	for _, want := range []string{"VIOLATION", "invariant", "the scope's events:", "reproduce: simrun -seed 1 ", "-policy naive"} {
+	for _, want := range []string{"VIOLATION", "invariant", "the scope's events:", "reproduce: simrun -seed 1 ", "-baseline naive"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -71,7 +71,7 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"-nope"},
 		{"-seeds", "0"},
 		{"-faults", "crash,meteor"},
-		{"-policy", "optimistic"},
+		{"-baseline", "optimistic"},
 		{"-requests", "0"},
 		{"-swarm", "maybe"},
 		{"-fault-rate", "1.5"},
@@ -85,7 +85,7 @@ func TestBadFlagsExitTwo(t *testing.T) {
 }
 
 func TestJSONSummary(t *testing.T) {
-	code, out, _ := simrun(t, "-seed", "3", "-seeds", "2", "-requests", "50", "-json", "-policy", "no-fingerprint", "-faults", "key_misuse", "-swarm=false", "-fault-rate", "0.5")
+	code, out, _ := simrun(t, "-seed", "3", "-seeds", "2", "-requests", "50", "-json", "-baseline", "no-fingerprint", "-faults", "key_misuse", "-swarm=false", "-fault-rate", "0.5")
 	var doc struct {
 		Command    string `json:"command"`
 		Violations int    `json:"violations"`
@@ -124,7 +124,7 @@ func TestJSONSummary(t *testing.T) {
 func TestTraceAndHTML(t *testing.T) {
 	dir := t.TempDir()
 	trace, page := filepath.Join(dir, "run.jsonl"), filepath.Join(dir, "run.html")
-	code, _, errOut := simrun(t, "-seed", "5", "-requests", "40", "-trace", trace, "-html", page, "-policy", "evict-unknown", "-faults", "gateway_timeout_after", "-fault-rate", "0.5")
+	code, _, errOut := simrun(t, "-seed", "5", "-requests", "40", "-trace", trace, "-html", page, "-baseline", "evict-unknown", "-faults", "gateway_timeout_after", "-fault-rate", "0.5")
 	if code != 1 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
