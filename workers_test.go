@@ -213,44 +213,6 @@ func TestWorkersRunUntilCancelled(t *testing.T) {
 	}
 }
 
-func TestPollWaitSeesAChange(t *testing.T) {
-	f := newFixture(t, nil)
-	ctx := context.Background()
-	p := f.ex.Policy()
-	var a store.Applied
-	err := store.Apply(ctx, f.mem, request(key1, payload).Scope, core.Event{Kind: core.EventReserve, Fingerprint: payload}, &p, &a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := make(chan error, 1)
-	go func() {
-		changed <- store.PollWait(ctx, f.mem, a.Record.Scope, a.Record.Version, a.Record.Token, time.Millisecond)
-	}()
-	time.Sleep(10 * time.Millisecond)
-	select {
-	case err := <-changed:
-		t.Fatalf("returned before any change: %v", err)
-	default:
-	}
-	var hb store.Applied
-	if err := store.Apply(ctx, f.mem, a.Record.Scope, core.Event{Kind: core.EventHeartbeat, Token: a.Record.Token}, &p, &hb); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-changed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("PollWait missed the change")
-	}
-	short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
-	defer cancel()
-	if err := store.PollWait(short, f.mem, a.Record.Scope, a.Record.Version+1, a.Record.Token, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("unchanged record: %v", err)
-	}
-}
-
 func (f *fixture) reconciler(t *testing.T, check idem.Check, opts ...idem.WorkerOption) *idem.Reconciler {
 	t.Helper()
 	r, err := f.ex.Reconciler(check, opts...)
