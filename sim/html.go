@@ -16,15 +16,7 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 		scope = r.ViolatingScope()
 	}
 	if scope < 0 {
-		count := map[int32]int{}
-		for i := range r.Events {
-			if s := r.Events[i].Scope; s >= 0 {
-				count[s]++
-				if count[s] > count[scope] || scope < 0 {
-					scope = s
-				}
-			}
-		}
+		scope = busiestScope(r)
 	}
 	page := htmlPage{Seed: r.Config.Seed, Command: r.Config.Command()}
 	if scope >= 0 && int(scope) < len(r.Scopes) {
@@ -33,10 +25,30 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 	for _, v := range r.Violations {
 		page.Violations = append(page.Violations, fmt.Sprintf("invariant %d (%s) at %s: %s", v.Invariant, v.Name, fmtTime(v.At), v.Detail))
 	}
-	// The scope's events, and within their span the end of the fault phase
-	// and the restarts of the servers that took part.
-	var evs []*TraceEvent
-	var t0, t1 int64
+	evs, t0, t1 := scopeEvents(r, scope)
+	page.draw(evs, t0, t1)
+	return htmlTemplate.Execute(out, page)
+}
+
+// busiestScope is the scope with the most events (-1 for none).
+func busiestScope(r *Report) int32 {
+	scope := int32(-1)
+	count := map[int32]int{}
+	for i := range r.Events {
+		if s := r.Events[i].Scope; s >= 0 {
+			count[s]++
+			if count[s] > count[scope] || scope < 0 {
+				scope = s
+			}
+		}
+	}
+	return scope
+}
+
+// scopeEvents are the scope's events, and within their span [t0, t1] the
+// end of the fault phase and the restarts of the servers that took part, in
+// time order.
+func scopeEvents(r *Report, scope int32) (evs []*TraceEvent, t0, t1 int64) {
 	servers := map[int32]bool{}
 	for i := range r.Events {
 		if e := &r.Events[i]; e.Scope == scope {
@@ -58,18 +70,20 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b *TraceEvent) int { return cmp.Compare(a.At, b.At) })
-	// Lanes in a fixed order: clients, servers, store, gateway, workers.
+	return evs, t0, t1
+}
+
+// draw lays evs out on the page: one lane per actor in a fixed order
+// (clients, servers, store, gateway, workers), time across.
+func (page *htmlPage) draw(evs []*TraceEvent, t0, t1 int64) {
 	laneOf := map[string]int{}
 	var lanes []string
-	order := func(e *TraceEvent) (Actor, int32) { return e.Actor, e.ActorID }
 	sorted := slices.Clone(evs)
 	slices.SortStableFunc(sorted, func(a, b *TraceEvent) int {
-		aa, ai := order(a)
-		ba, bi := order(b)
-		if aa != ba {
-			return int(aa) - int(ba)
+		if a.Actor != b.Actor {
+			return int(a.Actor) - int(b.Actor)
 		}
-		return int(ai - bi)
+		return int(a.ActorID - b.ActorID)
 	})
 	for _, e := range sorted {
 		if _, ok := laneOf[e.actor()]; !ok {
@@ -95,7 +109,6 @@ func WriteHTML(out io.Writer, r *Report, scope int32) error {
 	page.Height = 40 + len(lanes)*laneH + 20
 	page.Width = left + width + 30
 	page.TimeFrom, page.TimeTo = fmtTime(t0), fmtTime(t1)
-	return htmlTemplate.Execute(out, page)
 }
 
 type htmlPage struct {

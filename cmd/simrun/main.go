@@ -27,95 +27,117 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is simrun: 0 when every invariant held, 1 when one broke, 2 for bad flags.
-func run(args []string, stdout, stderr io.Writer) int {
-	cfg := sim.DefaultConfig()
+// flags are simrun's command line, before they are checked.
+type flags struct {
+	cfg                                sim.Config
+	seed                               uint64
+	seeds, workers                     int
+	faults, baseline, storePath, swarm string
+	asJSON, verbose                    bool
+	tracePath, htmlPath                string
+}
+
+// printedError is an error the flag package has already printed, with the
+// usage.
+type printedError struct{ error }
+
+func (e printedError) Unwrap() error { return e.error }
+
+// parse reads args. An error of the flag package's own (flag.ErrHelp for -h
+// included) comes as a printedError.
+func parse(args []string, stderr io.Writer) (*flags, error) {
+	f := &flags{cfg: sim.DefaultConfig()}
+	cfg := &f.cfg
 	fs := flag.NewFlagSet("simrun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	seed := fs.Uint64("seed", 1, "first seed; 0 draws a random one (printed)")
-	seeds := fs.Int("seeds", 1, "number of consecutive seeds, run in parallel across cores")
+	fs.Uint64Var(&f.seed, "seed", 1, "first seed; 0 draws a random one (printed)")
+	fs.IntVar(&f.seeds, "seeds", 1, "number of consecutive seeds, run in parallel across cores")
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "payment requests per seed")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients per seed")
 	fs.IntVar(&cfg.Servers, "servers", cfg.Servers, "API servers per seed")
-	faults := fs.String("faults", "all", "faults to inject: all, none, or a comma list of "+strings.Join(faultNames(), ","))
-	baseline := fs.String("baseline", "correct", "how servers use the store: correct, or an anti-pattern that must be caught: "+strings.Join(baselineNames()[1:], ", "))
-	storePath := fs.String("store-path", "drawn", "how the executor reaches the memory store: drawn (per seed), compare-and-set (load, then a conditional write) or apply (its single-lock fast path)")
-	swarm := fs.String("swarm", "", "true: draw per seed which faults fire and how often; false: every fault at -fault-rate (default: true for -seeds > 1)")
+	fs.StringVar(&f.faults, "faults", "all", "faults to inject: all, none, or a comma list of "+strings.Join(faultNames(), ","))
+	fs.StringVar(&f.baseline, "baseline", "correct", "how servers use the store: correct, or an anti-pattern that must be caught: "+strings.Join(baselineNames()[1:], ", "))
+	fs.StringVar(&f.storePath, "store-path", "drawn", "how the executor reaches the memory store: drawn (per seed), compare-and-set (load, then a conditional write) or apply (its single-lock fast path)")
+	fs.StringVar(&f.swarm, "swarm", "", "true: draw per seed which faults fire and how often; false: every fault at -fault-rate (default: true for -seeds > 1)")
 	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.DefaultFaultRate, "each fault's probability per chance, without swarm")
 	fs.BoolVar(&cfg.GatewayIdempotent, "gateway-idempotent", false, "the gateway dedupes charges by key itself (off: idem alone must prevent duplicates)")
 	fs.BoolVar(&cfg.LinCheck, "lincheck", false, "also check each run's store history for linearizability (package linearizability)")
-	asJSON := fs.Bool("json", false, "print a machine-readable summary instead of text")
-	tracePath := fs.String("trace", "", "write every event of one seed (the first violating one, else the first) as JSONL to this file")
-	htmlPath := fs.String("html", "", "write a page drawing one scope's timeline (the violating scope, else the busiest) to this file")
-	verbose := fs.Bool("v", false, "print a line for every seed, not only those with violations")
-	workers := fs.Int("workers", 0, "goroutines running seeds (default: one per CPU)")
+	fs.BoolVar(&f.asJSON, "json", false, "print a machine-readable summary instead of text")
+	fs.StringVar(&f.tracePath, "trace", "", "write every event of one seed (the first violating one, else the first) as JSONL to this file")
+	fs.StringVar(&f.htmlPath, "html", "", "write a page drawing one scope's timeline (the violating scope, else the busiest) to this file")
+	fs.BoolVar(&f.verbose, "v", false, "print a line for every seed, not only those with violations")
+	fs.IntVar(&f.workers, "workers", 0, "goroutines running seeds (default: one per CPU)")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0 // asked for the flags, which Parse printed
-		}
-		return 2
-	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "simrun: "+format+"\n", a...)
-		return 2
+		return nil, printedError{err}
 	}
 	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *seeds < 1 {
-		return bad("-seeds %d: want at least 1", *seeds)
+	return f, nil
+}
+
+// configure checks f and completes its config; a random seed is printed.
+func (f *flags) configure(stderr io.Writer) error {
+	cfg := &f.cfg
+	if f.seeds < 1 {
+		return fmt.Errorf("-seeds %d: want at least 1", f.seeds)
 	}
 	var err error
-	if cfg.Faults, err = sim.ParseFaults(*faults); err != nil {
-		return bad("-faults: %v", err)
+	if cfg.Faults, err = sim.ParseFaults(f.faults); err != nil {
+		return fmt.Errorf("-faults: %v", err)
 	}
-	if cfg.Baseline, err = sim.ParseBaseline(*baseline); err != nil {
-		return bad("-baseline: %v", err)
+	if cfg.Baseline, err = sim.ParseBaseline(f.baseline); err != nil {
+		return fmt.Errorf("-baseline: %v", err)
 	}
-	if cfg.StorePath, err = sim.ParseStorePath(*storePath); err != nil {
-		return bad("-store-path: %v", err)
+	if cfg.StorePath, err = sim.ParseStorePath(f.storePath); err != nil {
+		return fmt.Errorf("-store-path: %v", err)
 	}
-	switch *swarm {
+	switch f.swarm {
 	case "":
-		cfg.Swarm = *seeds > 1
+		cfg.Swarm = f.seeds > 1
 	case "true", "1":
 		cfg.Swarm = true
 	case "false", "0":
 		cfg.Swarm = false
 	default:
-		return bad("-swarm %q: want true or false", *swarm)
+		return fmt.Errorf("-swarm %q: want true or false", f.swarm)
 	}
 	for i := range cfg.FaultRate {
 		cfg.FaultRate[i] = cfg.FaultRate[0]
 	}
-	cfg.Seed = *seed
+	cfg.Seed = f.seed
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()>>1 + 1
 		fmt.Fprintf(stderr, "simrun: random seed %d\n", cfg.Seed)
 	}
-	if err := cfg.Validate(); err != nil {
-		return bad("%v", err)
-	}
+	return cfg.Validate()
+}
 
-	prog := newProgress(stderr, *seeds)
-	reports, err := sim.RunSeeds(cfg, *seeds, *workers, prog.update)
+// run is simrun: 0 when every invariant held, 1 when one broke, 2 for bad flags.
+func run(args []string, stdout, stderr io.Writer) int {
+	f, err := parse(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0 // asked for the flags, which parse printed
+	case errors.As(err, new(printedError)):
+		return 2 // the flag package said why
+	case err == nil:
+		err = f.configure(stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "simrun: %v\n", err)
+		return 2
+	}
+	prog := newProgress(stderr, f.seeds)
+	reports, err := sim.RunSeeds(f.cfg, f.seeds, f.workers, prog.update)
 	prog.end()
 	if err != nil {
-		return bad("%v", err)
+		fmt.Fprintf(stderr, "simrun: %v\n", err)
+		return 2
 	}
-	if *asJSON {
-		if err := sim.WriteJSON(stdout, cfg, *seeds, reports, *verbose); err != nil {
-			fmt.Fprintf(stderr, "simrun: %v\n", err)
-			return 1
-		}
-	} else {
-		sim.WriteText(stdout, cfg, *seeds, reports, *verbose)
-	}
-	if *tracePath != "" || *htmlPath != "" {
-		if err := writeTraces(cfg, reports, *tracePath, *htmlPath, stderr); err != nil {
-			fmt.Fprintf(stderr, "simrun: %v\n", err)
-			return 1
-		}
+	if err := f.write(stdout, stderr, reports); err != nil {
+		fmt.Fprintf(stderr, "simrun: %v\n", err)
+		return 1
 	}
 	for _, r := range reports {
 		if len(r.Violations) > 0 {
@@ -123,6 +145,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// write prints the summary and writes the trace and the page asked for.
+func (f *flags) write(stdout, stderr io.Writer, reports []*sim.Report) error {
+	if f.asJSON {
+		if err := sim.WriteJSON(stdout, f.cfg, f.seeds, reports, f.verbose); err != nil {
+			return err
+		}
+	} else {
+		sim.WriteText(stdout, f.cfg, f.seeds, reports, f.verbose)
+	}
+	if f.tracePath != "" || f.htmlPath != "" {
+		return writeTraces(f.cfg, reports, f.tracePath, f.htmlPath, stderr)
+	}
+	return nil
 }
 
 func baselineNames() []string {
