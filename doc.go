@@ -2,36 +2,48 @@
 // effect at most once per idempotency key, replays the stored outcome byte
 // for byte to every retry, refuses a key reused for another request, and
 // never re-executes when it cannot know whether the first execution
-// happened. The lifecycle itself lives in package core, a pure state
-// machine; this package runs it over a Store.
-//
-// # Pieces
-//
-//   - Executor.Do runs a caller's Action under the core's decisions: execute,
-//     replay, wait for a running attempt, or refuse. It fails closed when the
-//     store fails.
-//   - Call is the same request as a state machine without goroutines or
-//     clocks (Executor.Begin); Do is a thin loop over it. Op is the same for
-//     one event applied to one record (load, step, compare-and-set).
-//   - Store is the driver contract (store/mem, store/pgx). Applier is its
-//     optional single-lock fast path.
-//   - Reconciler settles records whose outcome is unknown by asking the
-//     downstream system; Sweeper enforces leases and TTLs.
-//   - Metrics receives the counters of SPEC §7; Error carries a stable Code,
-//     an HTTP status and a Retry-After for every refusal.
+// happened. This package is for applications; the lifecycle itself lives in
+// package core, a pure state machine, and drivers implement package store.
 //
 // # Using it
 //
-//  1. Build a Store and an Executor with the Policy you want (leases, TTL,
-//     in-flight wait, 409 or 202, expiry and fail modes).
-//  2. For each request, build its Scope from the authenticated principal,
-//     the use case and the Idempotency-Key header, and its Fingerprint from
-//     the semantic body fields (package fingerprint).
-//  3. Call Do with an Action. Return a Response for every business outcome,
-//     4xx included. Wrap an error with NotExecuted only when you know
-//     nothing left the process; every other error, a panic or a timeout
-//     leaves the key unknown until the Reconciler settles it.
-//  4. Map errors with errors.Is against the Err* sentinels, or use
-//     (*Error).Status and RetryAfter directly.
-//  5. Run a Sweeper and a Reconciler beside your servers.
+//  1. At start-up, build one Store (store/mem, or store/pgx for PostgreSQL)
+//     and one Executor over it with New, with the Policy you want (lease, TTL,
+//     in-flight wait, 409 or 202, expiry and fail modes). Build the executor
+//     once, never per request: two executors over two stores know nothing of
+//     each other's keys.
+//  2. Start its workers beside your servers: ex.Sweeper() (leases and TTLs)
+//     and ex.Reconciler(check) (asks your downstream whether an unknown
+//     attempt happened). Run them until shutdown; Run reports every failed
+//     run to a handler and counts it.
+//  3. For each request, build its Scope from the authenticated principal,
+//     the use case and the Idempotency-Key header (16 to 255 bytes of
+//     printable ASCII, no leading or trailing space), and its Fingerprint
+//     from the semantic body fields (package fingerprint).
+//  4. Call ex.Do with an Action. Return a Response for every business
+//     outcome, 4xx and 5xx included: it is stored and replayed. Wrap an error
+//     with NotExecuted only when you know nothing left the process; every
+//     other error, a panic or a timeout leaves the key unknown until the
+//     Reconciler settles it.
+//  5. Answer with the Result's Response (executed now, or replayed), or map
+//     the *Error: its Code is stable, its Status is the HTTP status, and
+//     RetryAfter says when a client should come back.
+//
+// # Errors
+//
+// Every error Do returns is an *Error; match it with errors.Is against the
+// Err* sentinels (ErrKeyMisuse: 422; ErrInProgress and ErrOutcomeUnknown:
+// 409 with Retry-After; ErrStoreUnavailable: 503, nothing ran).
+//
+// # Metrics
+//
+// Metrics receives the counters of SPEC §7 with bounded labels (use case,
+// event, decision): never the key, principal or tenant.
+//
+// # Hosts that do their own I/O
+//
+// Executor.Begin returns a Flow: one request as a state machine without
+// goroutines or clocks, whose effects (apply an event, run the action, wait)
+// its host performs; Do is a thin loop over it, and the simulator drives it
+// on virtual time. Its protocol is package store's Op's.
 package idem

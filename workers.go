@@ -172,6 +172,9 @@ func resolveEvent(rec *Record, f Finding) core.Event {
 // counting the decisions in counted. It stops at the first store error. An
 // error is counted in worker.error too.
 func (w *worker) forDue(ctx context.Context, eventFor func(*Record) core.Event, counted ...core.DecisionKind) (int, error) {
+	if w.store == nil {
+		return 0, errUnbuilt
+	}
 	n, err := w.forDueOnce(ctx, eventFor, counted)
 	if err != nil {
 		w.metrics.Add(CounterWorkerError, Labels{Event: w.eventKind().String()}, 1)
@@ -212,7 +215,14 @@ func (w *worker) eventKind() core.EventKind {
 	return core.EventSweep
 }
 
+// errUnbuilt is what a zero Sweeper or Reconciler says, instead of doing
+// nothing for ever.
+var errUnbuilt = errors.New("idem: a Sweeper or Reconciler must be built by Executor.Sweeper or Executor.Reconciler")
+
 func (w *worker) every(ctx context.Context, interval time.Duration, once func(context.Context) (int, error)) error {
+	if w.store == nil {
+		return errUnbuilt
+	}
 	if interval <= 0 {
 		return fmt.Errorf("idem: interval %v must be positive", interval)
 	}

@@ -230,3 +230,62 @@ func (f *fixture) sweeper(t *testing.T, opts ...idem.WorkerOption) *idem.Sweeper
 	}
 	return s
 }
+
+// TestWorkersReportErrors: a zero worker refuses to run instead of doing
+// nothing for ever; a failed run is counted in worker.error and handed to
+// the error handler; bad options are refused when the worker is built.
+func TestWorkersReportErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := (&idem.Sweeper{}).RunOnce(ctx); err == nil {
+		t.Fatal("a zero Sweeper ran")
+	}
+	if err := (&idem.Reconciler{}).Run(ctx, time.Millisecond); err == nil || errors.Is(err, context.Canceled) {
+		t.Fatalf("a zero Reconciler ran: %v", err)
+	}
+	f := newFixture(t, nil)
+	for _, bad := range []idem.WorkerOption{idem.WithBatchSize(0), idem.WithErrorHandler(nil), idem.WithLogger(nil)} {
+		if _, err := f.ex.Sweeper(bad); err == nil {
+			t.Fatal("a bad option was accepted")
+		}
+	}
+	f.store.failLoad.Store(true)
+	f.unknownKeyWith(t) // needs a due record: made before the store fails
+	errs := make(chan error, 16)
+	rctx, cancel := context.WithCancel(ctx)
+	rec := f.reconciler(t, func(context.Context, idem.Record) (idem.Finding, error) {
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: created}, nil
+	}, idem.WithErrorHandler(func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}))
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(rctx, time.Millisecond) }()
+	var se *store.Error
+	if err := <-errs; !errors.As(err, &se) || se.Method != store.MethodLoad {
+		t.Fatalf("handler got %v", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if f.metrics.Total(idem.CounterWorkerError) == 0 {
+		t.Fatal("worker.error not counted")
+	}
+}
+
+// unknownKeyWith leaves a key unknown through the memory store itself, so
+// that it is due whatever the flaky store's switches say.
+func (f *fixture) unknownKeyWith(t *testing.T) {
+	t.Helper()
+	p := f.ex.Policy()
+	var a store.Applied
+	req := request(key1, payload)
+	if err := store.Apply(context.Background(), f.mem, req.Scope, core.Event{Kind: core.EventReserve, Fingerprint: payload}, &p, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Apply(context.Background(), f.mem, req.Scope, core.Event{Kind: core.EventMarkUnknown, Token: a.Record.Token}, &p, &a); err != nil {
+		t.Fatal(err)
+	}
+}
