@@ -37,6 +37,7 @@ const (
 	DecisionLeaseExpired // an in_progress record's lease ran out: it is now unknown
 	DecisionExpired      // past its TTL: soft-expired or deleted, by policy
 	DecisionNothingDue   // nothing to do yet
+	DecisionPruned       // a tombstone past its retention: deleted
 
 	decisionCount
 )
@@ -46,7 +47,7 @@ var decisionNames = [decisionCount]string{
 	"execute", "replay", "mismatch", "in_flight", "reconciling",
 	"completed", "acknowledged", "failed", "marked_unknown", "extended", "stale", "conflict",
 	"resolved", "rescheduled", "abandoned", "not_applicable",
-	"lease_expired", "expired", "nothing_due",
+	"lease_expired", "expired", "nothing_due", "pruned",
 }
 
 func (k DecisionKind) String() string {

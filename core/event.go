@@ -56,7 +56,8 @@ func (o Verdict) String() string {
 //	Fail         Now, Token, ErrorCode
 //	MarkUnknown  Now, Token, ErrorCode
 //	Heartbeat    Now, Token
-//	Resolve      Now, Token (of the attempt the reconciler examined), Verdict, Response (if executed)
+//	Resolve      Now, Token (of the attempt the reconciler examined), Verdict, Response (if executed),
+//	             ErrorCode (if still unknown: why; kept as the record's last error)
 //	Sweep        Now
 //
 // Fields that do not count for the kind are ignored.

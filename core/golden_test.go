@@ -23,7 +23,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the expected output of co
 // Commands (times are offsets from 2026-01-01T00:00:00Z; fingerprints are
 // named, fp=A meaning SHA-256("A")):
 //
-//	policy   lease= ttl= expiry=soft|hard fail=keep|evict backoff_base= backoff_cap= attempts_max=
+//	policy   lease= ttl= retention= expiry=soft|hard fail=keep|evict backoff_base= backoff_cap= attempts_max=
 //	reserve  at= fp= token=
 //	complete at= token= status= body=
 //	fail     at= token= [code=]
@@ -140,6 +140,8 @@ func (s *scenario) run(t *testing.T, line string) string {
 				s.policy.ReconcileBackoffBase = dur(k)
 			case "backoff_cap":
 				s.policy.ReconcileBackoffCap = dur(k)
+			case "retention":
+				s.policy.TombstoneRetention = dur(k)
 			case "attempts_max":
 				s.policy.ReconcileAttemptsMax = uint32(num(k))
 			case "expiry":

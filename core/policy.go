@@ -80,9 +80,13 @@ type Policy struct {
 	// ReconcileAttemptsMax is how many "still unknown" answers the reconciler
 	// may give before the record is left unknown for an operator.
 	ReconcileAttemptsMax uint32
-	KeyBytesMax          int // at most KeyBytesLimit
-	RequestBytesMax      int // bound on the request body the edge reads and fingerprints
-	ResponseBytesMax     int // bound on a stored response (body and headers)
+	// TombstoneRetention is how long a soft-expired record (a tombstone:
+	// scope, fingerprint, token and times, its response dropped) is kept
+	// before the sweeper prunes it. At most TTLCap.
+	TombstoneRetention time.Duration
+	KeyBytesMax        int // at most KeyBytesLimit
+	RequestBytesMax    int // bound on the request body the edge reads and fingerprints
+	ResponseBytesMax   int // bound on a stored response (body and headers)
 }
 
 // DefaultPolicy returns the defaults of SPEC §5.
@@ -98,6 +102,7 @@ func DefaultPolicy() Policy {
 		ReconcileBackoffBase: time.Second,
 		ReconcileBackoffCap:  5 * time.Minute,
 		ReconcileAttemptsMax: 20,
+		TombstoneRetention:   24 * time.Hour,
 		KeyBytesMax:          KeyBytesLimit,
 		RequestBytesMax:      1 << 20,
 		ResponseBytesMax:     1 << 20,
@@ -127,6 +132,8 @@ func (p *Policy) Validate() error {
 		return fmt.Errorf("%w: reconcile backoff base %v must be positive", ErrInvalidPolicy, p.ReconcileBackoffBase)
 	case p.ReconcileBackoffCap < p.ReconcileBackoffBase:
 		return fmt.Errorf("%w: reconcile backoff cap %v is below its base %v", ErrInvalidPolicy, p.ReconcileBackoffCap, p.ReconcileBackoffBase)
+	case p.TombstoneRetention <= 0 || p.TombstoneRetention > TTLCap:
+		return fmt.Errorf("%w: tombstone retention %v, want more than 0 and at most %v", ErrInvalidPolicy, p.TombstoneRetention, TTLCap)
 	case p.ReconcileAttemptsMax == 0:
 		return fmt.Errorf("%w: reconcile attempts max must be at least 1", ErrInvalidPolicy)
 	case p.KeyBytesMax < KeyBytesMin || p.KeyBytesMax > KeyBytesLimit:

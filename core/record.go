@@ -16,7 +16,7 @@ const (
 	StatusCompleted                     // the outcome is stored and is replayed
 	StatusFailedRetryable               // the last attempt definitely did not execute
 	StatusUnknown                       // an attempt may have executed; only the reconciler or its owner settles it
-	StatusExpired                       // soft-expired after its TTL: kept for audit, never replayed
+	StatusExpired                       // soft-expired after its TTL: a tombstone (no response), pruned after a retention
 	statusCount
 )
 
@@ -162,7 +162,7 @@ type Record struct {
 	// record state: compare-and-set compares (Version, Token), and tokens
 	// never repeat for a scope.
 	Version  uint64
-	Response Response // meaningful only when Status is StatusCompleted (or StatusExpired after it)
+	Response Response // meaningful only when Status is StatusCompleted
 	// LastErrorCode says why the record is failed_retryable or unknown
 	// ("lease_expired", or the caller's code).
 	LastErrorCode string
@@ -177,8 +177,9 @@ type Record struct {
 	ReconcileAttempts uint32
 	CreatedAt         time.Time // start of this incarnation of the key
 	CompletedAt       time.Time
-	// ExpiresAt is when a completed or failed_retryable record may be pruned.
-	// It never applies to in_progress or unknown records.
+	// ExpiresAt is when a completed or failed_retryable record expires, and
+	// when an expired one (a tombstone) is pruned. It never applies to
+	// in_progress or unknown records.
 	ExpiresAt time.Time
 }
 

@@ -131,6 +131,9 @@ func refStep(r refRecord, ev Event, p Policy) (string, refRecord) {
 			}
 		}
 		r.attempts++
+		if ev.ErrorCode != "" {
+			r.lastError = ev.ErrorCode
+		}
 		if r.attempts >= p.ReconcileAttemptsMax {
 			r.reconcileAfter = time.Time{}
 			return "abandoned", r
@@ -146,8 +149,11 @@ func refStep(r refRecord, ev Event, p Policy) (string, refRecord) {
 			if p.Expiry == ExpiryHard {
 				return "expired", refRecord{}
 			}
-			r.status = "expired"
+			r.status, r.body, r.lastError, r.expiresAt = "expired", "", "", now.Add(p.TombstoneRetention)
 			return "expired", r
+		}
+		if r.status == "expired" && !now.Before(r.expiresAt) {
+			return "pruned", refRecord{}
 		}
 		return "nothing_due", r
 	}

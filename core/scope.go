@@ -25,16 +25,18 @@ const (
 	ScopePartBytesMax = 255
 )
 
-// ValidateKey checks an idempotency key: 16 to keyBytesMax bytes of
-// printable ASCII (0x20 to 0x7E). It names the first offending byte.
+// ValidateKey checks an idempotency key: 16 to keyBytesMax (at most 255)
+// bytes of printable ASCII (0x20 to 0x7E), with no space at either end:
+// header parsing trims those, so two clients' keys that differ only there
+// would meet in one record. It names the first offending byte.
 func ValidateKey(key string, keyBytesMax int) error {
 	switch {
 	case key == "":
-		return fmt.Errorf("%w: empty", ErrInvalidKey)
-	case len(key) < KeyBytesMin:
-		return fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidKey, len(key), KeyBytesMin)
-	case len(key) > keyBytesMax:
-		return fmt.Errorf("%w: %d bytes, want at most %d", ErrInvalidKey, len(key), keyBytesMax)
+		return fmt.Errorf("%w: empty, want %d..%d bytes", ErrInvalidKey, KeyBytesMin, keyBytesMax)
+	case len(key) < KeyBytesMin || len(key) > keyBytesMax:
+		return fmt.Errorf("%w: %d bytes, want %d..%d", ErrInvalidKey, len(key), KeyBytesMin, keyBytesMax)
+	case key[0] == ' ' || key[len(key)-1] == ' ':
+		return fmt.Errorf("%w: a space at its start or end (keys made of spaces included)", ErrInvalidKey)
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e {

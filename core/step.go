@@ -284,9 +284,12 @@ func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
 		completed(rec, now, p, &ev.Response)
 	case VerdictNotExecuted:
 		failedRetryable(rec, now, p, CodeReconciled)
-	default: // ResolveStillUnknown
+	default: // VerdictStillUnknown
 		backoff := p.reconcileBackoff(rec.ReconcileAttempts)
 		rec.ReconcileAttempts++
+		if ev.ErrorCode != "" {
+			rec.LastErrorCode = ev.ErrorCode // why the reconciler could not tell
+		}
 		if rec.ReconcileAttempts >= p.ReconcileAttemptsMax {
 			rec.ReconcileAfter = time.Time{}
 			return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionAbandoned}), nil
@@ -309,8 +312,17 @@ func sweep(rec *Record, p *Policy, now time.Time) Result {
 			if p.Expiry == ExpiryHard {
 				return removed(rec, Decision{Kind: DecisionExpired})
 			}
+			// A tombstone keeps what detects key reuse and nothing else:
+			// the response goes now, the rest after the retention.
 			rec.Status = StatusExpired
+			rec.Response = Response{}
+			rec.LastErrorCode = ""
+			rec.ExpiresAt = now.Add(p.TombstoneRetention)
 			return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionExpired})
+		}
+	case StatusExpired:
+		if !now.Before(rec.ExpiresAt) {
+			return removed(rec, Decision{Kind: DecisionPruned})
 		}
 	}
 	return unchanged(Decision{Kind: DecisionNothingDue})

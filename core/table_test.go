@@ -91,6 +91,8 @@ func TestTransitionTable(t *testing.T) {
 	failed := withStatus(ip, StatusFailedRetryable)
 	unknown := withStatus(ip, StatusUnknown)
 	expired := withStatus(ip, StatusExpired)
+	tombstone := expired
+	tombstone.ExpiresAt = at(ttl + def.TombstoneRetention)
 	abandonedSoon := unknown
 	abandonedSoon.ReconcileAttempts = def.ReconcileAttemptsMax - 1
 
@@ -182,6 +184,12 @@ func TestTransitionTable(t *testing.T) {
 			all(status(StatusCompleted), stores(resp2), expiresAt(at(time.Hour+ttl)))},
 		{"resolve/not executed", def, unknown, resolveEv(VerdictNotExecuted, 7), DecisionResolved, WriteUpdate,
 			all(status(StatusFailedRetryable), reconcileAfter(time.Time{}, CodeReconciled))},
+		{"resolve/still unknown keeps why", def, unknown, func() Event { e := resolveEv(VerdictStillUnknown, 7); e.ErrorCode = "finding_invalid"; return e }(), DecisionRescheduled, WriteUpdate,
+			func(t *testing.T, _, next Record, _ Decision) {
+				if next.LastErrorCode != "finding_invalid" || next.ReconcileAttempts != 1 {
+					t.Fatalf("last error %q, attempts %d", next.LastErrorCode, next.ReconcileAttempts)
+				}
+			}},
 		{"resolve/still unknown backs off", def, unknown, resolveEv(VerdictStillUnknown, 7), DecisionRescheduled, WriteUpdate,
 			all(status(StatusUnknown), func(t *testing.T, _, next Record, _ Decision) {
 				if next.ReconcileAttempts != 1 || !next.ReconcileAfter.Equal(at(time.Hour+def.ReconcileBackoffBase)) {
@@ -203,12 +211,14 @@ func TestTransitionTable(t *testing.T) {
 		{"sweep/in_progress past lease", def, ip, sweepAt(at(lease)), DecisionLeaseExpired, WriteUpdate,
 			all(status(StatusUnknown), reconcileAfter(at(lease), CodeLeaseExpired))},
 		{"sweep/in_progress within lease", def, ip, sweepAt(at(time.Second)), DecisionNothingDue, WriteNone, same},
-		{"sweep/completed past ttl soft", def, completed, sweepAt(at(ttl)), DecisionExpired, WriteUpdate, all(status(StatusExpired), stores(resp1))},
+		{"sweep/completed past ttl soft drops the response", def, completed, sweepAt(at(ttl)), DecisionExpired, WriteUpdate,
+			all(status(StatusExpired), stores(Response{}), expiresAt(at(ttl+def.TombstoneRetention)))},
 		{"sweep/completed past ttl hard", hard, completed, sweepAt(at(ttl)), DecisionExpired, WriteDelete, status(StatusAbsent)},
 		{"sweep/failed_retryable past ttl", def, failed, sweepAt(at(ttl)), DecisionExpired, WriteUpdate, status(StatusExpired)},
 		{"sweep/completed within ttl", def, completed, sweepAt(at(ttl - time.Second)), DecisionNothingDue, WriteNone, same},
 		{"sweep/unknown never expires", def, unknown, sweepAt(at(10 * ttl)), DecisionNothingDue, WriteNone, same},
-		{"sweep/expired stays", hard, expired, sweepAt(at(10 * ttl)), DecisionNothingDue, WriteNone, same},
+		{"sweep/tombstone within retention stays", def, tombstone, sweepAt(at(ttl + def.TombstoneRetention - time.Second)), DecisionNothingDue, WriteNone, same},
+		{"sweep/tombstone past retention is pruned", def, tombstone, sweepAt(at(ttl + def.TombstoneRetention)), DecisionPruned, WriteDelete, status(StatusAbsent)},
 		{"sweep/absent", def, absent, sweepAt(at(ttl)), DecisionNothingDue, WriteNone, same},
 	}
 	for _, c := range cases {

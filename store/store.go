@@ -31,7 +31,8 @@ type DueKind uint8
 
 const (
 	// DueSweep: in_progress records whose lease ended (LockedUntil <= now),
-	// and completed or failed_retryable records past ExpiresAt.
+	// and completed, failed_retryable or expired records (tombstones) past
+	// ExpiresAt.
 	DueSweep DueKind = iota + 1
 	// DueReconcile: unknown records with a non-zero ReconcileAfter <= now.
 	DueReconcile

@@ -88,7 +88,7 @@ func (c *compact) dueAt(kind store.DueKind) (int64, bool) {
 	switch {
 	case kind == store.DueSweep && c.status == core.StatusInProgress:
 		return c.lockedUntil, true
-	case kind == store.DueSweep && (c.status == core.StatusCompleted || c.status == core.StatusFailedRetryable):
+	case kind == store.DueSweep && (c.status == core.StatusCompleted || c.status == core.StatusFailedRetryable || c.status == core.StatusExpired):
 		return c.expires, true
 	case kind == store.DueReconcile && c.status == core.StatusUnknown && c.reconcileAfter != zeroTime:
 		return c.reconcileAfter, true
