@@ -99,15 +99,15 @@ func StoreOperations(h []StoreOperation, o ModelOptions) ([]porcupine.Operation,
 	prepared := make([]storeOp, len(h))
 	for i := range h {
 		op := &h[i]
-		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Outcome); err != nil {
+		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Ended); err != nil {
 			return nil, err
 		}
 		switch op.Kind {
 		case StoreLoad:
-			if op.Outcome == OutcomeConflict {
-				return nil, fmt.Errorf("linearizability: operation %d: a load has no conflict outcome", i)
+			if op.Ended == EndedConflict {
+				return nil, fmt.Errorf("linearizability: operation %d: a load cannot end in a conflict", i)
 			}
-			if op.Outcome != OutcomeOK {
+			if op.Ended != EndedOK {
 				continue
 			}
 		case StoreInsert, StoreCompareAndSet:
@@ -118,7 +118,7 @@ func StoreOperations(h []StoreOperation, o ModelOptions) ([]porcupine.Operation,
 		default:
 			return nil, fmt.Errorf("linearizability: operation %d: %v", i, op.Kind)
 		}
-		if op.Outcome == OutcomeFailed {
+		if op.Ended == EndedFailed {
 			continue
 		}
 		p := &prepared[i]
@@ -127,7 +127,7 @@ func StoreOperations(h []StoreOperation, o ModelOptions) ([]porcupine.Operation,
 		p.absentOK = op.Kind == StoreLoad && !op.Record.Exists() && op.Record.Scope == op.Scope &&
 			op.Record.Version == 0 && op.Record.Token == 0
 		ret := op.Return
-		if op.Outcome == OutcomeUnknown {
+		if op.Ended == EndedIndeterminate {
 			ret = Pending
 		}
 		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: p, Output: p, Call: op.Call, Return: ret})
@@ -145,18 +145,18 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 	prepared := make([]lifeOp, len(h))
 	for i := range h {
 		op := &h[i]
-		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Outcome); err != nil {
+		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Ended); err != nil {
 			return nil, err
 		}
 		if op.Event.Kind == core.EventInvalid || op.Event.Kind > core.EventSweep {
 			return nil, fmt.Errorf("linearizability: operation %d: event %v", i, op.Event.Kind)
 		}
-		switch op.Outcome {
-		case OutcomeFailed:
+		switch op.Ended {
+		case EndedFailed:
 			continue
-		case OutcomeConflict:
-			return nil, fmt.Errorf("linearizability: operation %d: a lifecycle operation has no conflict outcome", i)
-		case OutcomeOK:
+		case EndedConflict:
+			return nil, fmt.Errorf("linearizability: operation %d: a lifecycle operation cannot end in a conflict", i)
+		case EndedOK:
 			if op.Event.Now.IsZero() {
 				return nil, fmt.Errorf("linearizability: operation %d: %v without the store's time (Event.Now)", i, op.Event.Kind)
 			}
@@ -168,12 +168,12 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 			p.ev.Token = reserveTokenUnknown
 		}
 		p.digest = d.record(&op.Record, false)
-		if op.Outcome == OutcomeUnknown && op.Result.Write.Kind == core.WriteDelete {
+		if op.Ended == EndedIndeterminate && op.Result.Write.Kind == core.WriteDelete {
 			p.digest = absent
 		}
 		p.scopeOK = op.Record.Scope == op.Scope || (!op.Record.Exists() && op.Record.Scope == core.Scope{})
 		ret := op.Return
-		if op.Outcome == OutcomeUnknown {
+		if op.Ended == EndedIndeterminate {
 			ret = Pending
 		}
 		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: p, Output: p, Call: op.Call, Return: ret})
@@ -181,13 +181,13 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 	return ops, nil
 }
 
-func validateCommon(i, client int, call, ret int64, o Outcome) error {
+func validateCommon(i, client int, call, ret int64, o Ending) error {
 	switch {
 	case client < 0:
 		return fmt.Errorf("linearizability: operation %d: client %d, want ≥ 0", i, client)
-	case o == 0 || o >= outcomeEnd:
+	case o == 0 || o >= endingEnd:
 		return fmt.Errorf("linearizability: operation %d: %v", i, o)
-	case o != OutcomeUnknown && ret < call:
+	case o != EndedIndeterminate && ret < call:
 		return fmt.Errorf("linearizability: operation %d: returned at %d before its call at %d", i, ret, call)
 	}
 	return nil
@@ -196,8 +196,8 @@ func validateCommon(i, client int, call, ret int64, o Outcome) error {
 // CheckStoreHistory checks that a history of store.Store calls is
 // linearizable with respect to StoreModel. This is the function for the
 // simulator: fill StoreOperation from its own event log (virtual
-// nanoseconds are fine), mark writes whose outcome the caller could not
-// observe OutcomeUnknown, and report a Result that is not OK as a failure
+// nanoseconds are fine), mark writes whose effect the caller could not
+// observe EndedIndeterminate, and report a Result that is not OK as a failure
 // (porcupine.Unknown included).
 func CheckStoreHistory(h []StoreOperation, o CheckOptions) Result {
 	start := time.Now()

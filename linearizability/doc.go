@@ -28,7 +28,7 @@
 //
 // Some calls end without telling their caller what happened: a store error
 // or a context deadline after a write was sent (an ambiguous commit). They
-// are recorded with OutcomeUnknown and checked as porcupine's etcd test
+// are recorded with EndedIndeterminate and checked as porcupine's etcd test
 // checks calls without a response: their return time is Pending (infinity),
 // so porcupine may linearize them at any instant after their call, even
 // after the caller gave up (a database may commit a write its client timed

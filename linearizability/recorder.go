@@ -82,16 +82,16 @@ var (
 	_ store.Applier = (*RecordingStore)(nil)
 )
 
-// writeOutcome classifies a write's error: nil applied, ErrConflict did
+// writeEnding classifies a write's error: nil applied, ErrConflict did
 // not, anything else may have.
-func writeOutcome(err error) Outcome {
+func writeEnding(err error) Ending {
 	switch {
 	case err == nil:
-		return OutcomeOK
+		return EndedOK
 	case errors.Is(err, store.ErrConflict):
-		return OutcomeConflict
+		return EndedConflict
 	}
-	return OutcomeUnknown
+	return EndedIndeterminate
 }
 
 // Load implements store.Store.
@@ -100,9 +100,9 @@ func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (store.Snap
 	snap, err := c.r.inner.Load(ctx, scope)
 	op.Return = c.r.now()
 	if err != nil {
-		op.Outcome = OutcomeFailed
+		op.Ended = EndedFailed
 	} else {
-		op.Outcome, op.Record, op.FreshToken = OutcomeOK, snap.Record, snap.FreshToken
+		op.Ended, op.Record, op.FreshToken = EndedOK, snap.Record, snap.FreshToken
 	}
 	c.r.addStore(op)
 	return snap, err
@@ -115,7 +115,7 @@ func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
 	op.Call = c.r.now()
 	err := c.r.inner.Insert(ctx, rec)
 	op.Return = c.r.now()
-	op.Outcome = writeOutcome(err)
+	op.Ended = writeEnding(err)
 	c.r.addStore(op)
 	return err
 }
@@ -127,7 +127,7 @@ func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, ex
 	op.Call = c.r.now()
 	err := c.r.inner.CompareAndSet(ctx, rec, expectVersion, expectToken)
 	op.Return = c.r.now()
-	op.Outcome = writeOutcome(err)
+	op.Ended = writeEnding(err)
 	c.r.addStore(op)
 	return err
 }
@@ -138,7 +138,7 @@ func (c *RecordingStore) Delete(ctx context.Context, scope core.Scope, expectVer
 	op.Call = c.r.now()
 	err := c.r.inner.Delete(ctx, scope, expectVersion, expectToken)
 	op.Return = c.r.now()
-	op.Outcome = writeOutcome(err)
+	op.Ended = writeEnding(err)
 	c.r.addStore(op)
 	return err
 }
@@ -165,7 +165,7 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 		op.Return = c.r.now()
 		switch {
 		case err == nil:
-			op.Outcome = OutcomeOK
+			op.Ended = EndedOK
 			op.Event.Now = a.Now
 			if ev.Kind == core.EventReserve {
 				op.Event.Token = 0
@@ -175,9 +175,9 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 			}
 			op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
 		case core.Refused(err): // bad input, or a record or token the driver should not have handed it: nothing was written
-			op.Outcome = OutcomeFailed // the core refused: nothing was written
+			op.Ended = EndedFailed // the core refused: nothing was written
 		default:
-			op.Outcome = OutcomeUnknown
+			op.Ended = EndedIndeterminate
 		}
 		c.r.addLife(op)
 		return err
@@ -192,18 +192,18 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 	op.Return = c.r.now()
 	switch {
 	case err == nil:
-		op.Outcome = OutcomeOK
+		op.Ended = EndedOK
 		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
 	case obs.lastLoad || obs.lastErr == nil || errors.Is(obs.lastErr, store.ErrConflict):
 		// The last call was a load (it failed, or the core refused what it
 		// read), or every write lost its race: nothing was written.
-		op.Outcome = OutcomeFailed
+		op.Ended = EndedFailed
 	default:
-		op.Outcome = OutcomeUnknown
+		op.Ended = EndedIndeterminate
 		op.WriteKnown = true
 		op.Result, op.Record = a.Result, a.Record
 	}
-	if op.Outcome != OutcomeFailed {
+	if op.Ended != EndedFailed {
 		op.Event.Now = a.Now
 		if ev.Kind == core.EventReserve {
 			op.Event.Token = obs.fresh

@@ -47,7 +47,7 @@ type storeOp struct {
 //   - Insert succeeds if and only if the scope has no record;
 //   - CompareAndSet and Delete succeed if and only if the stored record has
 //     the expected version and token;
-//   - a write with OutcomeUnknown applies if its precondition holds at the
+//   - a write with EndedIndeterminate applies if its precondition holds at the
 //     instant it is linearized, and porcupine may linearize it at any point
 //     after its call (its return is Pending), the end included, where it is
 //     as good as never applied;
@@ -79,7 +79,7 @@ func storeStep(state, input, _ any) (bool, any) {
 	o := input.(*storeOp)
 	op := o.op
 	if op.Kind == StoreLoad {
-		if op.Outcome != OutcomeOK {
+		if op.Ended != EndedOK {
 			return true, s // a failed load has no effect that anyone can observe
 		}
 		if op.FreshToken <= s.hwm {
@@ -102,18 +102,18 @@ func storeStep(state, input, _ any) (bool, any) {
 	default:
 		holds = s.present && s.version == op.ExpectVersion && s.token == op.ExpectToken
 	}
-	switch op.Outcome {
-	case OutcomeOK:
+	switch op.Ended {
+	case EndedOK:
 		if !holds {
 			return false, s
 		}
-	case OutcomeConflict:
+	case EndedConflict:
 		return !holds, s
-	case OutcomeUnknown:
+	case EndedIndeterminate:
 		if !holds {
 			return true, s
 		}
-	default: // OutcomeFailed
+	default: // EndedFailed
 		return true, s
 	}
 	if op.Kind == StoreDelete {
@@ -126,23 +126,23 @@ func describeStoreOp(o *storeOp) string {
 	op := o.op
 	switch op.Kind {
 	case StoreLoad:
-		if op.Outcome != OutcomeOK {
-			return "load → " + op.Outcome.String()
+		if op.Ended != EndedOK {
+			return "load → " + op.Ended.String()
 		}
 		return fmt.Sprintf("load → %s #%04x, fresh t%d", short(&op.Record), o.digest&0xffff, op.FreshToken)
 	case StoreInsert:
-		return fmt.Sprintf("insert(%s #%04x) → %s", short(&op.Record), o.digest&0xffff, outcomeWord(op.Outcome))
+		return fmt.Sprintf("insert(%s #%04x) → %s", short(&op.Record), o.digest&0xffff, endingWord(op.Ended))
 	case StoreCompareAndSet:
-		return fmt.Sprintf("cas(if v%d t%d: %s #%04x) → %s", op.ExpectVersion, op.ExpectToken, short(&op.Record), o.digest&0xffff, outcomeWord(op.Outcome))
+		return fmt.Sprintf("cas(if v%d t%d: %s #%04x) → %s", op.ExpectVersion, op.ExpectToken, short(&op.Record), o.digest&0xffff, endingWord(op.Ended))
 	case StoreDelete:
-		return fmt.Sprintf("delete(if v%d t%d) → %s", op.ExpectVersion, op.ExpectToken, outcomeWord(op.Outcome))
+		return fmt.Sprintf("delete(if v%d t%d) → %s", op.ExpectVersion, op.ExpectToken, endingWord(op.Ended))
 	}
 	return op.Kind.String()
 }
 
-func outcomeWord(o Outcome) string {
-	if o == OutcomeUnknown {
-		return "unknown (may apply at any later instant, or never)"
+func endingWord(o Ending) string {
+	if o == EndedIndeterminate {
+		return "indeterminate (may apply at any later instant, or never)"
 	}
 	return o.String()
 }

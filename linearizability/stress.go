@@ -81,7 +81,7 @@ func (h *historySpec) opsOf(g, total int) int {
 
 // maybeDeadline gives about one operation in 40 a deadline of a few
 // microseconds, which may expire between the calls of one operation (or
-// inside one, on a remote store): the ambiguous outcomes the models know.
+// inside one, on a remote store): the indeterminate endings the models know.
 func maybeDeadline(ctx context.Context, rng *rand.Rand) (context.Context, context.CancelFunc) {
 	if rng.IntN(40) == 0 {
 		return context.WithTimeout(ctx, time.Duration(rng.IntN(30))*time.Microsecond)
@@ -250,7 +250,7 @@ func stressStore(ctx context.Context, s store.Store, h *historySpec) (*historyOu
 		storeWorker(ctx, rec.Client(g), h, g, h.opsOf(g, h.cfg.operations), &seen, round)
 	})
 	out := &historyOut{store: rec.StoreHistory()}
-	out.summaries = append(out.summaries, "store calls (kind outcome): "+seen.String(), storeOverlap(out.store))
+	out.summaries = append(out.summaries, "store calls (method ending): "+seen.String(), storeOverlap(out.store))
 	return out, nil
 }
 
@@ -281,7 +281,7 @@ func storeWorker(ctx context.Context, c store.Store, h *historySpec, g, ops int,
 		if write {
 			maybeYield(rng)
 			err := doWrite(cctx, c, w, &next, sc)
-			seen.add(w.Kind.String() + " " + writeOutcome(err).String())
+			seen.add(w.Kind.String() + " " + writeEnding(err).String())
 			if err != nil {
 				delete(views, sc)
 			} else {
