@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // CheckOptions configure CheckStoreHistory and CheckLifecycleHistory.
@@ -103,18 +104,18 @@ func StoreOperations(h []StoreOperation, o ModelOptions) ([]porcupine.Operation,
 			return nil, err
 		}
 		switch op.Kind {
-		case StoreLoad:
+		case store.MethodLoad:
 			if op.Ended == EndedConflict {
 				return nil, fmt.Errorf("linearizability: operation %d: a load cannot end in a conflict", i)
 			}
 			if op.Ended != EndedOK {
 				continue
 			}
-		case StoreInsert, StoreCompareAndSet:
+		case store.MethodInsert, store.MethodCompareAndSet:
 			if op.Record.Scope != op.Scope {
 				return nil, fmt.Errorf("linearizability: operation %d: %v of a record of scope %s under scope %s", i, op.Kind, op.Record.Scope, op.Scope)
 			}
-		case StoreDelete:
+		case store.MethodDelete:
 		default:
 			return nil, fmt.Errorf("linearizability: operation %d: %v", i, op.Kind)
 		}
@@ -124,7 +125,7 @@ func StoreOperations(h []StoreOperation, o ModelOptions) ([]porcupine.Operation,
 		p := &prepared[i]
 		p.op = op
 		p.digest = d.record(&op.Record, true)
-		p.absentOK = op.Kind == StoreLoad && !op.Record.Exists() && op.Record.Scope == op.Scope &&
+		p.absentOK = op.Kind == store.MethodLoad && !op.Record.Exists() && op.Record.Scope == op.Scope &&
 			op.Record.Version == 0 && op.Record.Token == 0
 		ret := op.Return
 		if op.Ended == EndedIndeterminate {

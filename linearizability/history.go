@@ -49,26 +49,6 @@ func (e Ending) String() string {
 	return fmt.Sprintf("ending(%d)", uint8(e))
 }
 
-// StoreOpKind is the store.Store method a StoreOperation called.
-type StoreOpKind uint8
-
-const (
-	StoreLoad StoreOpKind = iota + 1
-	StoreInsert
-	StoreCompareAndSet
-	StoreDelete
-	storeOpEnd
-)
-
-var storeOpNames = [storeOpEnd]string{"invalid", "load", "insert", "compare_and_set", "delete"}
-
-func (k StoreOpKind) String() string {
-	if k < storeOpEnd {
-		return storeOpNames[k]
-	}
-	return fmt.Sprintf("store_op(%d)", uint8(k))
-}
-
 // StoreOperation is one call of an store.Store method on one scope, as its
 // caller saw it. A Recorder fills these from a live store; the simulator
 // fills them from its own event log, on its virtual clock.
@@ -83,7 +63,9 @@ type StoreOperation struct {
 	// The interval is closed. Return is ignored for EndedIndeterminate: an
 	// ambiguous write may take effect after its caller gave up.
 	Call, Return int64
-	Kind         StoreOpKind
+	// Kind is the method called: MethodLoad, MethodInsert,
+	// MethodCompareAndSet or MethodDelete.
+	Kind store.Method
 	// Scope is the scope the call was about; for Insert and CompareAndSet it
 	// must equal Record.Scope.
 	Scope core.Scope

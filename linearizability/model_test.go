@@ -29,19 +29,19 @@ func recordAt(sc core.Scope, st core.Status, version uint64, token core.Token) c
 
 // Store-model histories, written out by hand.
 func ld(client int, call, ret int64, rec core.Record, fresh core.Token) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreLoad, Scope: rec.Scope, Record: rec, FreshToken: fresh, Ended: EndedOK}
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodLoad, Scope: rec.Scope, Record: rec, FreshToken: fresh, Ended: EndedOK}
 }
 
 func ins(client int, call, ret int64, rec core.Record, o Ending) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreInsert, Scope: rec.Scope, Record: rec, Ended: o}
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodInsert, Scope: rec.Scope, Record: rec, Ended: o}
 }
 
 func cas(client int, call, ret int64, rec core.Record, v uint64, tok core.Token, o Ending) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreCompareAndSet, Scope: rec.Scope, Record: rec, ExpectVersion: v, ExpectToken: tok, Ended: o}
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodCompareAndSet, Scope: rec.Scope, Record: rec, ExpectVersion: v, ExpectToken: tok, Ended: o}
 }
 
 func del(client int, call, ret int64, sc core.Scope, v uint64, tok core.Token, o Ending) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreDelete, Scope: sc, ExpectVersion: v, ExpectToken: tok, Ended: o}
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodDelete, Scope: sc, ExpectVersion: v, ExpectToken: tok, Ended: o}
 }
 
 func TestStoreModel(t *testing.T) {
@@ -91,7 +91,7 @@ func TestStoreModel(t *testing.T) {
 		}},
 		{"a read of another scope's record", porcupine.Illegal, []StoreOperation{
 			ld(0, 0, 1, core.Record{Scope: scopeX}, 5), ins(0, 2, 3, r1, EndedOK),
-			{Client: 1, Call: 4, Return: 5, Kind: StoreLoad, Scope: scopeY, Record: r1, FreshToken: 6, Ended: EndedOK},
+			{Client: 1, Call: 4, Return: 5, Kind: store.MethodLoad, Scope: scopeY, Record: r1, FreshToken: 6, Ended: EndedOK},
 		}},
 		{"an ambiguous insert that applied", porcupine.Ok, []StoreOperation{
 			ins(0, 0, 1, r1, EndedIndeterminate), ld(1, 2, 3, r1, 6),
@@ -113,7 +113,7 @@ func TestStoreModel(t *testing.T) {
 			ins(1, 6, 7, r1, EndedOK),
 		}},
 		{"failed calls constrain nothing", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 1, r1, EndedFailed), {Client: 0, Call: 2, Return: 3, Kind: StoreLoad, Scope: scopeX, Ended: EndedFailed},
+			ins(0, 0, 1, r1, EndedFailed), {Client: 0, Call: 2, Return: 3, Kind: store.MethodLoad, Scope: scopeX, Ended: EndedFailed},
 			ld(1, 4, 5, absent, 7),
 		}},
 		{"scopes are checked apart", porcupine.Ok, []StoreOperation{
@@ -140,10 +140,13 @@ func TestMalformedHistories(t *testing.T) {
 	for name, h := range map[string][]StoreOperation{
 		"scope":      {wrongScope},
 		"kind":       {{Kind: 9, Ended: EndedOK}},
-		"ending":     {{Kind: StoreLoad}},
+		"none":       {{Kind: store.MethodNone, Scope: scopeX, Ended: EndedOK}},
+		"due":        {{Kind: store.MethodDue, Scope: scopeX, Ended: EndedOK}},
+		"apply":      {{Kind: store.MethodApply, Scope: scopeX, Ended: EndedOK}},
+		"ending":     {{Kind: store.MethodLoad}},
 		"time":       {ld(0, 5, 4, core.Record{Scope: scopeX}, 1)},
 		"client":     {ld(-1, 0, 1, core.Record{Scope: scopeX}, 1)},
-		"conflicted": {{Kind: StoreLoad, Scope: scopeX, Ended: EndedConflict}},
+		"conflicted": {{Kind: store.MethodLoad, Scope: scopeX, Ended: EndedConflict}},
 	} {
 		if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); r.Err == nil || r.Verdict != "" {
 			t.Errorf("%s: %v, want an error", name, r)

@@ -96,7 +96,7 @@ func writeEnding(err error) Ending {
 
 // Load implements store.Store.
 func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
-	op := StoreOperation{Client: c.client, Kind: StoreLoad, Scope: scope, Call: c.r.now()}
+	op := StoreOperation{Client: c.client, Kind: store.MethodLoad, Scope: scope, Call: c.r.now()}
 	snap, err := c.r.inner.Load(ctx, scope)
 	op.Return = c.r.now()
 	if err != nil {
@@ -110,7 +110,7 @@ func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (store.Snap
 
 // Insert implements store.Store.
 func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
-	op := StoreOperation{Client: c.client, Kind: StoreInsert, Scope: rec.Scope, Record: *rec}
+	op := StoreOperation{Client: c.client, Kind: store.MethodInsert, Scope: rec.Scope, Record: *rec}
 	op.Record.Response = rec.Response.Clone()
 	op.Call = c.r.now()
 	err := c.r.inner.Insert(ctx, rec)
@@ -122,7 +122,7 @@ func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
 
 // CompareAndSet implements store.Store.
 func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {
-	op := StoreOperation{Client: c.client, Kind: StoreCompareAndSet, Scope: rec.Scope, Record: *rec, ExpectVersion: expectVersion, ExpectToken: expectToken}
+	op := StoreOperation{Client: c.client, Kind: store.MethodCompareAndSet, Scope: rec.Scope, Record: *rec, ExpectVersion: expectVersion, ExpectToken: expectToken}
 	op.Record.Response = rec.Response.Clone()
 	op.Call = c.r.now()
 	err := c.r.inner.CompareAndSet(ctx, rec, expectVersion, expectToken)
@@ -134,7 +134,7 @@ func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, ex
 
 // Delete implements store.Store.
 func (c *RecordingStore) Delete(ctx context.Context, scope core.Scope, expectVersion uint64, expectToken core.Token) error {
-	op := StoreOperation{Client: c.client, Kind: StoreDelete, Scope: scope, ExpectVersion: expectVersion, ExpectToken: expectToken}
+	op := StoreOperation{Client: c.client, Kind: store.MethodDelete, Scope: scope, ExpectVersion: expectVersion, ExpectToken: expectToken}
 	op.Call = c.r.now()
 	err := c.r.inner.Delete(ctx, scope, expectVersion, expectToken)
 	op.Return = c.r.now()

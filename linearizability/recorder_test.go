@@ -47,10 +47,10 @@ func TestRecorderClassifiesEndings(t *testing.T) {
 	cancel()
 	_, _ = c.Load(cancelled, scopeX)
 	want := []struct {
-		kind StoreOpKind
+		kind store.Method
 		o    Ending
-	}{{StoreLoad, EndedOK}, {StoreInsert, EndedOK}, {StoreInsert, EndedConflict}, {StoreCompareAndSet, EndedIndeterminate},
-		{StoreDelete, EndedConflict}, {StoreLoad, EndedFailed}}
+	}{{store.MethodLoad, EndedOK}, {store.MethodInsert, EndedOK}, {store.MethodInsert, EndedConflict}, {store.MethodCompareAndSet, EndedIndeterminate},
+		{store.MethodDelete, EndedConflict}, {store.MethodLoad, EndedFailed}}
 	h := rec.StoreHistory()
 	if len(h) != len(want) {
 		t.Fatalf("%d operations recorded, want %d", len(h), len(want))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // ModelOptions tune what the models compare.
@@ -78,7 +79,7 @@ func storeStep(state, input, _ any) (bool, any) {
 	s := state.(storeState)
 	o := input.(*storeOp)
 	op := o.op
-	if op.Kind == StoreLoad {
+	if op.Kind == store.MethodLoad {
 		if op.Ended != EndedOK {
 			return true, s // a failed load has no effect that anyone can observe
 		}
@@ -97,7 +98,7 @@ func storeStep(state, input, _ any) (bool, any) {
 	}
 	var holds bool
 	switch op.Kind {
-	case StoreInsert:
+	case store.MethodInsert:
 		holds = !s.present
 	default:
 		holds = s.present && s.version == op.ExpectVersion && s.token == op.ExpectToken
@@ -116,7 +117,7 @@ func storeStep(state, input, _ any) (bool, any) {
 	default: // EndedFailed
 		return true, s
 	}
-	if op.Kind == StoreDelete {
+	if op.Kind == store.MethodDelete {
 		return true, storeState{hwm: s.hwm}
 	}
 	return true, storeState{present: true, version: op.Record.Version, token: op.Record.Token, digest: o.digest, hwm: s.hwm, rec: &op.Record}
@@ -125,16 +126,16 @@ func storeStep(state, input, _ any) (bool, any) {
 func describeStoreOp(o *storeOp) string {
 	op := o.op
 	switch op.Kind {
-	case StoreLoad:
+	case store.MethodLoad:
 		if op.Ended != EndedOK {
 			return "load → " + op.Ended.String()
 		}
 		return fmt.Sprintf("load → %s #%04x, fresh t%d", short(&op.Record), o.digest&0xffff, op.FreshToken)
-	case StoreInsert:
+	case store.MethodInsert:
 		return fmt.Sprintf("insert(%s #%04x) → %s", short(&op.Record), o.digest&0xffff, endingWord(op.Ended))
-	case StoreCompareAndSet:
+	case store.MethodCompareAndSet:
 		return fmt.Sprintf("cas(if v%d t%d: %s #%04x) → %s", op.ExpectVersion, op.ExpectToken, short(&op.Record), o.digest&0xffff, endingWord(op.Ended))
-	case StoreDelete:
+	case store.MethodDelete:
 		return fmt.Sprintf("delete(if v%d t%d) → %s", op.ExpectVersion, op.ExpectToken, endingWord(op.Ended))
 	}
 	return op.Kind.String()
