@@ -92,7 +92,7 @@
 // porcupine found: black is legal, red is an operation that could not come
 // next. Hovering over a bar shows the model's state before and after it (the
 // record, and for a store the highest token handed out); "jump to first
-// error" goes to where the longest linearization stops. Result.Explanation
+// error" goes to where the longest linearization stops. Report.Explanation
 // says the same in text, in the test log.
 //
 // # Histories from elsewhere

@@ -27,10 +27,10 @@ func ExampleCheckStoreHistory() {
 		{Client: 0, Call: 50, Return: 60, Kind: store.MethodLoad, Scope: scope, Record: rec(1), FreshToken: 3, Ended: linearizability.EndedOK},
 	}
 	opts := linearizability.CheckOptions{Timeout: time.Second, NoVisualization: true}
-	fmt.Println(linearizability.CheckStoreHistory(history, opts).Verdict)
+	fmt.Println(linearizability.CheckStoreHistory(history, opts).Check)
 
 	history[4].Record = rec(7) // a record no write carried
-	fmt.Println(linearizability.CheckStoreHistory(history, opts).Verdict)
+	fmt.Println(linearizability.CheckStoreHistory(history, opts).Check)
 	// Output:
 	// Ok
 	// Illegal

@@ -123,10 +123,10 @@ func TestStoreModel(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := CheckStoreHistory(c.h, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
-			if r.Err != nil || r.Verdict != c.want {
+			if r.Err != nil || r.Check != c.want {
 				t.Fatalf("%v, want %v", r, c.want)
 			}
-			if r.Verdict == porcupine.Illegal && (r.Visualization == "" || len(r.Offending) == 0 || r.Explanation == "") {
+			if r.Check == porcupine.Illegal && (r.Visualization == "" || len(r.Offending) == 0 || r.Explanation == "") {
 				t.Fatalf("illegal without an offender, an explanation or a visualization: %v", r)
 			}
 		})
@@ -148,7 +148,7 @@ func TestMalformedHistories(t *testing.T) {
 		"client":     {ld(-1, 0, 1, core.Record{Scope: scopeX}, 1)},
 		"conflicted": {{Kind: store.MethodLoad, Scope: scopeX, Ended: EndedConflict}},
 	} {
-		if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); r.Err == nil || r.Verdict != "" {
+		if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); r.Err == nil || r.Check != "" {
 			t.Errorf("%s: %v, want an error", name, r)
 		}
 	}
@@ -207,7 +207,7 @@ func TestLifecycleModel(t *testing.T) {
 	check := func(t *testing.T, h []LifecycleOperation, want porcupine.CheckResult) {
 		t.Helper()
 		r := CheckLifecycleHistory(h, p, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
-		if r.Err != nil || r.Verdict != want {
+		if r.Err != nil || r.Check != want {
 			t.Fatalf("%v, want %v", r, want)
 		}
 	}
@@ -292,7 +292,7 @@ func TestLifecycleAmbiguity(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := CheckLifecycleHistory(c.h, p, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
-			if r.Err != nil || r.Verdict != c.want {
+			if r.Err != nil || r.Check != c.want {
 				t.Fatalf("%v, want %v", r, c.want)
 			}
 		})
@@ -443,10 +443,10 @@ func TestUnknownIsNotAPass(t *testing.T) {
 		return step(s, in, out)
 	}
 	r := check("store", slow, ops, CheckOptions{Timeout: 20 * time.Millisecond, VisualizationDir: t.TempDir()}, time.Now())
-	if r.Verdict != porcupine.Unknown || r.OK() {
+	if r.Check != porcupine.Unknown || r.OK() {
 		t.Fatalf("%v, want %v and not OK", r, porcupine.Unknown)
 	}
-	if len(r.Offending) != 1 || r.Offending[0].Verdict != porcupine.Unknown || !strings.Contains(r.String(), "Unknown") {
+	if len(r.Offending) != 1 || r.Offending[0].Check != porcupine.Unknown || !strings.Contains(r.String(), "Unknown") {
 		t.Fatalf("the undecided scope is not reported: %v", r)
 	}
 	t.Log(r)
