@@ -10,9 +10,9 @@ import (
 	"github.com/idemkit/idem/store"
 )
 
-// Recorder wraps an store.Store and records the history of what its clients
+// Recorder wraps a store.Store and records the history of what its clients
 // do: every Load, Insert, CompareAndSet and Delete as a StoreOperation, and
-// every event applied through ApplyOver (or an executor) as a
+// every event applied through store.Apply (or an executor) as a
 // LifecycleOperation. Each client gets its own view (Client), so that the
 // visualization shows one row per client. It is safe for concurrent use.
 type Recorder struct {
@@ -38,11 +38,11 @@ func NewRecorder(s store.Store, now func() int64) *Recorder {
 	return r
 }
 
-// Client is the view of the store for client id (from 0). It is an
-// store.Store and an store.Applier: ApplyOver and executors over it record one
-// LifecycleOperation per event. When the recorded store is an Applier its
-// Apply is used; otherwise the view loads, steps and writes by the core's
-// contract (idem.Op) and records those store calls as well.
+// Client is the view of the store for client id (from 0). It is a
+// store.Store and always a store.Applier: store.Apply and executors over it
+// record one LifecycleOperation per event. When the recorded store is an
+// Applier its Apply is used; otherwise the view loads, steps and writes by
+// the core's contract (store.Op) and records those store calls as well.
 func (r *Recorder) Client(id int) *RecordingStore { return &RecordingStore{r: r, client: id} }
 
 // StoreHistory is a copy of the store operations recorded so far.
@@ -155,6 +155,15 @@ func (c *RecordingStore) Wait(ctx context.Context, scope core.Scope, version uin
 }
 
 // Apply implements store.Applier and records one LifecycleOperation.
+//
+// A RecordingStore is an Applier whatever it records, so it is not built
+// with store.Wrap (whose result is an Applier only when the inner store is):
+// store.Apply and executors must come through here for every event, or no
+// lifecycle operation would be recorded over a store without a fast path.
+// Over an Applier, the inner Apply runs as it is (its store calls are not
+// seen); otherwise the event goes through load-step-write (store.Op) over
+// this view, so that each store call is recorded as well. To check a store
+// with its fast path hidden, record store.HideApplier(s).
 func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *store.Applied) error {
 	op := LifecycleOperation{Client: c.client, Scope: scope, Event: ev}
 	op.Event.Response = ev.Response.Clone()
@@ -163,27 +172,39 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 	if c.r.applier != nil {
 		err = c.r.applier.Apply(ctx, scope, ev, p, a)
 		op.Return = c.r.now()
-		switch {
-		case err == nil:
-			op.Ended = EndedOK
-			op.Event.Now = a.Now
-			if ev.Kind == core.EventReserve {
-				op.Event.Token = 0
-				if a.Result.Decision.Kind == core.DecisionExecute {
-					op.Event.Token = a.Result.Decision.Token
-				}
-			}
-			op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
-		case core.Refused(err): // bad input, or a record or token the driver should not have handed it: nothing was written
-			op.Ended = EndedFailed // the core refused: nothing was written
-		default:
-			op.Ended = EndedIndeterminate
-		}
-		c.r.addLife(op)
-		return err
+		endApply(&op, ev, a, err)
+	} else {
+		err = c.applyLoop(ctx, &op, ev, p, a)
 	}
+	c.r.addLife(op)
+	return err
+}
+
+// endApply fills op from how the inner store's Apply ended.
+func endApply(op *LifecycleOperation, ev core.Event, a *store.Applied, err error) {
+	switch {
+	case err == nil:
+		op.Ended = EndedOK
+		op.Event.Now = a.Now
+		if ev.Kind == core.EventReserve {
+			op.Event.Token = 0
+			if a.Result.Decision.Kind == core.DecisionExecute {
+				op.Event.Token = a.Result.Decision.Token
+			}
+		}
+		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
+	case core.Refused(err): // bad input, or a record or token the driver should not have handed it
+		op.Ended = EndedFailed // the core refused: nothing was written
+	default:
+		op.Ended = EndedIndeterminate
+	}
+}
+
+// applyLoop applies ev by load-step-write over c, recording each store call,
+// and fills op from how the loop ended.
+func (c *RecordingStore) applyLoop(ctx context.Context, op *LifecycleOperation, ev core.Event, p *core.Policy, a *store.Applied) error {
 	obs := &observer{RecordingStore: c}
-	o := store.NewOp(scope, ev, p)
+	o := store.NewOp(op.Scope, ev, p)
 	for !o.Done() {
 		o.Do(ctx, obs)
 	}
@@ -209,11 +230,10 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 			op.Event.Token = obs.fresh
 		}
 	}
-	c.r.addLife(op)
 	return err
 }
 
-// observer sees the store calls of one idem.Op: the fresh token of its last
+// observer sees the store calls of one store.Op: the fresh token of its last
 // load, and how its last call ended.
 type observer struct {
 	*RecordingStore
