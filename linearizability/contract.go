@@ -533,7 +533,7 @@ func (c *contract) applier(t *testing.T) {
 		store store.Store
 		scope core.Scope
 		token core.Token
-	}{{"apply", s, c.scope(t, 0), 0}, {"compare-and-set", casOnly{s}, c.scope(t, 1), 0}}
+	}{{"apply", s, c.scope(t, 0), 0}, {"compare-and-set", store.HideApplier(s), c.scope(t, 1), 0}}
 	script := []struct {
 		ev   core.Event
 		want core.DecisionKind

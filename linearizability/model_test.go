@@ -170,7 +170,7 @@ func lifecycleRun(t *testing.T, p core.Policy, hide bool, evs ...core.Event) ([]
 	clk := fakeclock.New()
 	var s store.Store = memstore.New(memstore.Options{Clock: clk.Now})
 	if hide {
-		s = casOnly{s}
+		s = store.HideApplier(s)
 	}
 	rec := NewRecorder(s, nil)
 	var token core.Token
@@ -383,7 +383,7 @@ func TestAmbiguousCommitsAreLinearizable(t *testing.T) {
 		{"executor-compare-and-set", stressExecutor, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := &faulty{Store: casOnly{memstore.New(memstore.Options{})}, rng: rand.New(rand.NewPCG(cfg.seed, 1))}
+			f := &faulty{Store: store.HideApplier(memstore.New(memstore.Options{})), rng: rand.New(rand.NewPCG(cfg.seed, 1))}
 			var s store.Store = f
 			if c.applier {
 				f.Store = memstore.New(memstore.Options{})

@@ -27,7 +27,7 @@ func (f *failAfter) CompareAndSet(ctx context.Context, rec *core.Record, v uint6
 
 func TestRecorderClassifiesEndings(t *testing.T) {
 	ctx := context.Background()
-	f := &failAfter{Store: casOnly{memstore.New(memstore.Options{})}}
+	f := &failAfter{Store: store.HideApplier(memstore.New(memstore.Options{}))}
 	var clock int64
 	rec := NewRecorder(f, func() int64 { clock += 10; return clock })
 	c := rec.Client(3)

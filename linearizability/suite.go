@@ -186,15 +186,8 @@ func variantStore(t *testing.T, newStore func(*testing.T) store.Store, hide bool
 		t.Log("the store is not an store.Applier: the variant without Apply is the one above")
 		return nil, false
 	}
-	return HideApplier(s), true
+	return store.HideApplier(s), true
 }
-
-// HideApplier returns s without its Apply method, if it has one, so that
-// idem.ApplyInto and an Executor over it go through Load and compare-and-set:
-// the path of every driver, which a driver with a fast path must pass too.
-func HideApplier(s store.Store) store.Store { return casOnly{s} }
-
-type casOnly struct{ store.Store }
 
 func randomSeed() uint64 {
 	var b [8]byte
