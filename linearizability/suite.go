@@ -200,18 +200,6 @@ func randomSeed() uint64 {
 // stressFunc runs one history on s and returns what to check.
 type stressFunc func(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error)
 
-// historySpec is what one history is told.
-type historySpec struct {
-	cfg     *config
-	seed    uint64
-	index   int
-	windows int
-	quick   bool               // no pauses for leases to run out (benchmark histories)
-	tune    func(*core.Policy) // changes the drawn policy (this package's tests)
-	scopes  []core.Scope
-	visible map[core.Scope]bool
-}
-
 // historyOut is what one history recorded, with the policy of its events.
 type historyOut struct {
 	store     []StoreOperation
