@@ -3,7 +3,7 @@ package linearizability
 import (
 	"context"
 	"fmt"
-	"sync"
+	"math/rand/v2"
 	"time"
 
 	"github.com/idemkit/idem/core"
@@ -16,25 +16,13 @@ import (
 // TTLs to run out on the store's own clock.
 func stressLifecycle(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error) {
 	rec := NewRecorder(s, nil)
-	rng := h.rng(1 << 15)
-	p := core.DefaultPolicy()
-	p.LeaseDuration = time.Duration(1+rng.IntN(3)) * time.Millisecond
-	p.TTL = 3 * time.Millisecond
-	p.RetryAfter = time.Millisecond
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 3
-	if rng.IntN(3) == 0 {
-		p.Fail = core.FailEvict
-	}
-	if rng.IntN(2) == 0 {
-		p.Expiry = core.ExpiryHard
-	}
+	p := lifecyclePolicy(h.rng(1 << 15))
 	if h.tune != nil {
 		h.tune(&p)
 	}
 	tokens := newTokenBook()
 	var decisions counter
-	var problems []string
-	var mu sync.Mutex
+	var problems problemLog
 	goAll(h.cfg.goroutines, func(g int, round func()) {
 		rng := h.rng(g)
 		c := rec.Client(g)
@@ -54,9 +42,7 @@ func stressLifecycle(ctx context.Context, s store.Store, h *historySpec) (*histo
 					tokens.add(sc, a.Result.Decision.Token)
 				}
 			case store.DriverBug(err):
-				mu.Lock()
-				problems = append(problems, fmt.Sprintf("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, sc, err))
-				mu.Unlock()
+				problems.add("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, sc, err)
 			default:
 				decisions.add("error")
 			}
@@ -65,8 +51,26 @@ func stressLifecycle(ctx context.Context, s store.Store, h *historySpec) (*histo
 			}
 		}
 	})
-	out := &historyOut{store: rec.StoreHistory(), life: rec.LifecycleHistory(), policy: p, problems: problems}
+	out := &historyOut{store: rec.StoreHistory(), life: rec.LifecycleHistory(), policy: p, problems: problems.all()}
 	out.summaries = append(out.summaries, fmt.Sprintf("lifecycle decisions (lease %v, fail %v, expiry %v): %v", p.LeaseDuration, p.Fail, p.Expiry, &decisions),
 		lifeOverlap(out.life), storeOverlap(out.store))
 	return out, nil
+}
+
+// lifecyclePolicy is the policy of a lifecycle stress: leases and TTLs of a
+// few milliseconds, so that they run out within a history, and either
+// failure and expiry mode.
+func lifecyclePolicy(rng *rand.Rand) core.Policy {
+	p := core.DefaultPolicy()
+	p.LeaseDuration = time.Duration(1+rng.IntN(3)) * time.Millisecond
+	p.TTL = 3 * time.Millisecond
+	p.RetryAfter = time.Millisecond
+	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 3
+	if rng.IntN(3) == 0 {
+		p.Fail = core.FailEvict
+	}
+	if rng.IntN(2) == 0 {
+		p.Expiry = core.ExpiryHard
+	}
+	return p
 }

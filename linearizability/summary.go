@@ -89,3 +89,23 @@ func (c *counter) String() string {
 	}
 	return b.String()
 }
+
+// problemLog collects, from many goroutines, the invariant violations found
+// beside a history.
+type problemLog struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (l *problemLog) add(format string, args ...any) {
+	l.mu.Lock()
+	l.list = append(l.list, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+// all is what was added so far.
+func (l *problemLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.list...)
+}
