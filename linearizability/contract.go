@@ -562,7 +562,7 @@ func (c *contract) cancelledContext(t *testing.T) {
 func (c *contract) applier(t *testing.T) {
 	s, advance, lease := c.clock(t)
 	if _, ok := s.(store.Applier); !ok {
-		t.Log("not an store.Applier: nothing to compare")
+		t.Log("not a store.Applier: nothing to compare")
 		return
 	}
 	p := core.DefaultPolicy()

@@ -49,7 +49,7 @@ func (e Ending) String() string {
 	return fmt.Sprintf("ending(%d)", uint8(e))
 }
 
-// StoreOperation is one call of an store.Store method on one scope, as its
+// StoreOperation is one call of a store.Store method on one scope, as its
 // caller saw it. A Recorder fills these from a live store; the simulator
 // fills them from its own event log, on its virtual clock.
 //

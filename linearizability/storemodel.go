@@ -39,7 +39,7 @@ type storeOp struct {
 	absentOK bool   // Load: op.Record is the absent record of op.Scope
 }
 
-// StoreModel is the sequential specification of an store.Store, one scope per
+// StoreModel is the sequential specification of a store.Store, one scope per
 // partition (so that histories of many scopes check fast):
 //
 //   - Load (ok) reads exactly the stored record, or the absent record of its

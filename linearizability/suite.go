@@ -96,7 +96,7 @@ func WithRealLease(d time.Duration) Option { return func(c *config) { c.realLeas
 // directory under os.TempDir() by default; the path is logged).
 func WithVisualizationDir(dir string) Option { return func(c *config) { c.visualDir = dir } }
 
-// RunStoreSuite is the conformance suite of an store.Store driver. newStore
+// RunStoreSuite is the conformance suite of a store.Store driver. newStore
 // is called once per sub-test and must return an empty store: the Due tests
 // list every due record. (Every history uses fresh random keys and deletes
 // the records it made, so the stress tests share one store across their
@@ -119,7 +119,7 @@ func WithVisualizationDir(dir string) Option { return func(c *config) { c.visual
 //     succeed, fail, err or outlive their lease, beside a sweeper and a
 //     reconciler, checked as above, plus at-most-once and replay fidelity.
 //
-// When the store is an store.Applier, the lifecycle and executor stresses run
+// When the store is a store.Applier, the lifecycle and executor stresses run
 // twice: through Apply, and with Apply hidden (load, step, compare-and-set).
 // A history that is not linearizable, or that porcupine cannot decide within
 // the budget, fails the test with the seed and the path of an HTML
@@ -183,7 +183,7 @@ func variantStore(t *testing.T, newStore func(*testing.T) store.Store, hide bool
 		return s, true
 	}
 	if _, ok := s.(store.Applier); !ok {
-		t.Log("the store is not an store.Applier: the variant without Apply is the one above")
+		t.Log("the store is not a store.Applier: the variant without Apply is the one above")
 		return nil, false
 	}
 	return store.HideApplier(s), true
