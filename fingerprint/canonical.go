@@ -9,40 +9,40 @@ import (
 )
 
 const (
-	// DefaultMaxBytes is the input size limit when none is set: 1 MiB.
-	DefaultMaxBytes = 1 << 20
-	// DefaultMaxDepth is the nesting limit when none is set. `[]` and `{}`
+	// BytesMaxDefault is the input size limit when none is set: 1 MiB.
+	BytesMaxDefault = 1 << 20
+	// DepthMaxDefault is the nesting limit when none is set. `[]` and `{}`
 	// have depth 1; a scalar has depth 0.
-	DefaultMaxDepth = 128
-	// MaxDepthLimit is the largest nesting limit that can be set: the parser
+	DepthMaxDefault = 128
+	// DepthMaxLimit is the largest nesting limit that can be set: the parser
 	// recurses once per level, and this bounds its stack.
-	MaxDepthLimit = 10000
+	DepthMaxLimit = 10000
 )
 
 // Canonicalizer converts strict I-JSON to RFC 8785 canonical form within
 // limits. The zero value uses the defaults. A Canonicalizer is a plain value:
 // it is safe for concurrent use and costs nothing to copy.
 type Canonicalizer struct {
-	// MaxBytes bounds the input length: 0 means DefaultMaxBytes, a negative
+	// BytesMax bounds the input length: 0 means BytesMaxDefault, a negative
 	// value means no limit.
-	MaxBytes int
-	// MaxDepth bounds the nesting of arrays and objects: 0 or less means
-	// DefaultMaxDepth; above MaxDepthLimit it is MaxDepthLimit.
-	MaxDepth int
+	BytesMax int
+	// DepthMax bounds the nesting of arrays and objects: 0 or less means
+	// DepthMaxDefault; above DepthMaxLimit it is DepthMaxLimit.
+	DepthMax int
 }
 
-func (c Canonicalizer) limits() (maxBytes, maxDepth int) {
-	maxBytes, maxDepth = c.MaxBytes, c.MaxDepth
-	if maxBytes == 0 {
-		maxBytes = DefaultMaxBytes
+func (c Canonicalizer) limits() (bytesMax, depthMax int) {
+	bytesMax, depthMax = c.BytesMax, c.DepthMax
+	if bytesMax == 0 {
+		bytesMax = BytesMaxDefault
 	}
-	if maxDepth <= 0 {
-		maxDepth = DefaultMaxDepth
+	if depthMax <= 0 {
+		depthMax = DepthMaxDefault
 	}
-	if maxDepth > MaxDepthLimit {
-		maxDepth = MaxDepthLimit
+	if depthMax > DepthMaxLimit {
+		depthMax = DepthMaxLimit
 	}
-	return maxBytes, maxDepth
+	return bytesMax, depthMax
 }
 
 // Canonicalize returns the RFC 8785 canonical form of the JSON text in,
@@ -68,10 +68,10 @@ func (c Canonicalizer) Canonicalize(in []byte) ([]byte, error) {
 
 // AppendCanonical is the package-level AppendCanonical with c's limits.
 func (c Canonicalizer) AppendCanonical(dst, in []byte) ([]byte, error) {
-	maxBytes, maxDepth := c.limits()
+	bytesMax, depthMax := c.limits()
 	s := getState()
 	s.precise, s.strict = false, false // RFC 8785 rounding, always
-	out, err := s.run(dst, in, maxBytes, maxDepth, nil)
+	out, err := s.run(dst, in, bytesMax, depthMax, nil)
 	putState(s)
 	if err != nil {
 		return dst, err
@@ -85,7 +85,7 @@ type state struct {
 	in       []byte
 	pos      int
 	out      []byte
-	maxDepth int
+	depthMax int
 
 	members []member // members of the objects being parsed, innermost last
 	names   []byte   // unescaped member names that had escapes
@@ -122,23 +122,23 @@ var statePool = sync.Pool{New: func() any { return new(state) }}
 
 func getState() *state { return statePool.Get().(*state) }
 
-// maxPooled bounds the scratch a pooled state keeps, so that one huge input
+// pooledBytesMax bounds the scratch a pooled state keeps, so that one huge input
 // does not pin its memory for ever.
-const maxPooled = 1 << 20
+const pooledBytesMax = 1 << 20
 
 func putState(s *state) {
 	s.in, s.out = nil, nil
 	s.members = s.members[:0]
-	if cap(s.names) > maxPooled {
+	if cap(s.names) > pooledBytesMax {
 		s.names = nil
 	}
-	if cap(s.tmp) > maxPooled {
+	if cap(s.tmp) > pooledBytesMax {
 		s.tmp = nil
 	}
-	if cap(s.seg) > maxPooled {
+	if cap(s.seg) > pooledBytesMax {
 		s.seg = nil
 	}
-	if cap(s.buf) > maxPooled {
+	if cap(s.buf) > pooledBytesMax {
 		s.buf = nil
 	}
 	statePool.Put(s)
@@ -146,14 +146,14 @@ func putState(s *state) {
 
 // run appends the canonical form of in to dst. root selects included and
 // excluded values (nil: none).
-func (s *state) run(dst, in []byte, maxBytes, maxDepth int, root *node) ([]byte, error) {
-	if maxBytes >= 0 && len(in) > maxBytes {
-		return nil, newError(ErrTooLarge, maxBytes, strconv.Itoa(len(in))+" bytes, the limit is "+strconv.Itoa(maxBytes))
+func (s *state) run(dst, in []byte, bytesMax, depthMax int, root *node) ([]byte, error) {
+	if bytesMax >= 0 && len(in) > bytesMax {
+		return nil, newError(ErrTooLarge, bytesMax, strconv.Itoa(len(in))+" bytes, the limit is "+strconv.Itoa(bytesMax))
 	}
 	if len(in) >= 3 && in[0] == 0xEF && in[1] == 0xBB && in[2] == 0xBF {
 		return nil, newError(ErrBOM, 0, "input starts with a UTF-8 byte-order mark")
 	}
-	s.in, s.pos, s.out, s.maxDepth = in, 0, dst, maxDepth
+	s.in, s.pos, s.out, s.depthMax = in, 0, dst, depthMax
 	s.names = s.names[:0]
 	s.skipWS()
 	if err := s.sub(0, root); err != nil {
@@ -274,8 +274,8 @@ func isWordByte(c byte) bool {
 }
 
 func (s *state) array(depth int, n *node) error {
-	if depth > s.maxDepth {
-		return newError(ErrTooDeep, s.pos, "nesting deeper than "+strconv.Itoa(s.maxDepth))
+	if depth > s.depthMax {
+		return newError(ErrTooDeep, s.pos, "nesting deeper than "+strconv.Itoa(s.depthMax))
 	}
 	s.pos++
 	s.out = append(s.out, '[')
@@ -324,8 +324,8 @@ func (s *state) array(depth int, n *node) error {
 }
 
 func (s *state) object(depth int, n *node) error {
-	if depth > s.maxDepth {
-		return newError(ErrTooDeep, s.pos, "nesting deeper than "+strconv.Itoa(s.maxDepth))
+	if depth > s.depthMax {
+		return newError(ErrTooDeep, s.pos, "nesting deeper than "+strconv.Itoa(s.depthMax))
 	}
 	s.pos++
 	s.out = append(s.out, '{')

@@ -53,8 +53,8 @@
 //   - ErrTrailingData: anything but white space after the value;
 //   - ErrBOM: a leading UTF-8 byte-order mark;
 //   - ErrTooDeep and ErrTooLarge: nesting or size beyond the limits of the
-//     Canonicalizer (DefaultMaxDepth 128, DefaultMaxBytes 1 MiB; both can be
-//     set, the depth up to MaxDepthLimit);
+//     Canonicalizer (DepthMaxDefault 128, BytesMaxDefault 1 MiB; both can be
+//     set, the depth up to DepthMaxLimit);
 //   - ErrSyntax: anything else that is not JSON.
 //
 // # The fingerprint

@@ -72,8 +72,8 @@ type Spec struct {
 	root     *node // nil when no pointer is given
 	strict   bool
 	require  bool
-	maxBytes int
-	maxDepth int
+	bytesMax int
+	depthMax int
 }
 
 // NewSpec compiles a fingerprint definition. useCase and schemaVersion are
@@ -90,7 +90,7 @@ func NewSpec(useCase string, schemaVersion uint32, opts ...Option) (*Spec, error
 		return nil, &Error{Kind: ErrPointer, Offset: -1, Msg: "Include was given no pointer: the fingerprint would ignore the body"}
 	}
 	sp := &Spec{strict: !c.allowImprecise, require: c.requireIncluded}
-	sp.maxBytes, sp.maxDepth = c.limits.limits()
+	sp.bytesMax, sp.depthMax = c.limits.limits()
 	if len(c.include) > 0 || len(c.exclude) > 0 {
 		root, err := buildTrie(c.include, c.exclude)
 		if err != nil {
@@ -145,7 +145,7 @@ func (sp *Spec) preimage(s *state, body []byte) ([]byte, error) {
 		s.precise = sp.strict
 		at := len(buf)
 		buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0)
-		out, err := s.run(buf, body, sp.maxBytes, sp.maxDepth, sp.root)
+		out, err := s.run(buf, body, sp.bytesMax, sp.depthMax, sp.root)
 		if err != nil {
 			return buf, err
 		}
@@ -161,7 +161,7 @@ func (sp *Spec) preimage(s *state, body []byte) ([]byte, error) {
 	for range sp.include {
 		s.spans = append(s.spans, span{-1, -1})
 	}
-	work, err := s.run(buf, body, sp.maxBytes, sp.maxDepth, sp.root)
+	work, err := s.run(buf, body, sp.bytesMax, sp.depthMax, sp.root)
 	if err != nil {
 		return buf, err
 	}

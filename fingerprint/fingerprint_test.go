@@ -297,7 +297,7 @@ func TestSpecErrors(t *testing.T) {
 		t.Errorf("valid spec: %v", err)
 	}
 	// Limits are honoured by Of.
-	sp := mustSpec(t, "u", 1, WithLimits(Canonicalizer{MaxBytes: 10, MaxDepth: 2}))
+	sp := mustSpec(t, "u", 1, WithLimits(Canonicalizer{BytesMax: 10, DepthMax: 2}))
 	if _, err := sp.Of([]byte(`[[[1]]]`)); !errors.Is(err, ErrTooDeep) {
 		t.Errorf("depth: %v", err)
 	}

@@ -41,7 +41,7 @@ func FuzzCanonicalize(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
-	c := Canonicalizer{MaxDepth: 64}
+	c := Canonicalizer{DepthMax: 64}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := c.Canonicalize(in)
 		if err != nil {

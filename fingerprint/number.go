@@ -4,9 +4,9 @@ import (
 	"strconv"
 )
 
-// maxSafeInteger is 2^53-1, the largest integer n such that n and n+1 are
+// safeIntegerMax is 2^53-1, the largest integer n such that n and n+1 are
 // both exactly representable as IEEE 754 doubles.
-const maxSafeInteger = 1<<53 - 1
+const safeIntegerMax = 1<<53 - 1
 
 // minNormal is the smallest positive normal double, 2^-1022. Below it
 // doubles are subnormal and carry fewer significant digits.
@@ -144,7 +144,7 @@ func (s *state) number() error {
 	x10, _ := strconv.Atoi(string(e[j+1:]))
 	if s.precise {
 		switch {
-		case x > maxSafeInteger || x < -maxSafeInteger:
+		case x > safeIntegerMax || x < -safeIntegerMax:
 			return newError(ErrPrecision, start, "number "+excerpt(lit)+" is outside ±(2^53-1), where distinct integers share one double; send amounts as integer minor units within that range or as strings")
 		case x == 0:
 			return newError(ErrPrecision, start, "number "+excerpt(lit)+" underflows to 0")

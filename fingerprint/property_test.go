@@ -46,7 +46,7 @@ var stringGen = rapid.StringOfN(runeGen, 0, 8, -1)
 
 var numberGen = rapid.OneOf(
 	rapid.Map(rapid.IntRange(-1000, 1000), func(i int) float64 { return float64(i) }),
-	rapid.Map(rapid.Int64Range(-maxSafeInteger, maxSafeInteger), func(i int64) float64 { return float64(i) }),
+	rapid.Map(rapid.Int64Range(-safeIntegerMax, safeIntegerMax), func(i int64) float64 { return float64(i) }),
 	rapid.Map(rapid.IntRange(-1e9, 1e9), func(i int) float64 { return float64(i) / 100 }),
 	rapid.Map(rapid.Uint64(), func(u uint64) float64 {
 		f := math.Float64frombits(u)

@@ -9,8 +9,8 @@ import (
 // Every rejection the strict I-JSON profile makes: the kind and the byte
 // offset are part of the contract.
 func TestRejections(t *testing.T) {
-	deep := strings.Repeat("[", DefaultMaxDepth+1) + strings.Repeat("]", DefaultMaxDepth+1)
-	deepObj := strings.Repeat(`{"a":`, DefaultMaxDepth+1) + "1" + strings.Repeat("}", DefaultMaxDepth+1)
+	deep := strings.Repeat("[", DepthMaxDefault+1) + strings.Repeat("]", DepthMaxDefault+1)
+	deepObj := strings.Repeat(`{"a":`, DepthMaxDefault+1) + "1" + strings.Repeat("}", DepthMaxDefault+1)
 	tests := []struct {
 		name string
 		in   string
@@ -76,8 +76,8 @@ func TestRejections(t *testing.T) {
 		{"trailing NUL", "true\x00", ErrTrailingData, 4},
 		{"byte-order mark", "\xef\xbb\xbf{}", ErrBOM, 0},
 		// Nesting.
-		{"too deep arrays", deep, ErrTooDeep, DefaultMaxDepth},
-		{"too deep objects", deepObj, ErrTooDeep, 5 * DefaultMaxDepth},
+		{"too deep arrays", deep, ErrTooDeep, DepthMaxDefault},
+		{"too deep objects", deepObj, ErrTooDeep, 5 * DepthMaxDefault},
 		// Plain syntax errors.
 		{"empty", ``, ErrSyntax, 0},
 		{"white space only", " \n", ErrSyntax, 2},
@@ -131,17 +131,17 @@ func TestRejections(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	// Size: the default, a custom limit, and no limit.
-	big := []byte(`"` + strings.Repeat("a", DefaultMaxBytes-1) + `"`)
+	big := []byte(`"` + strings.Repeat("a", BytesMaxDefault-1) + `"`)
 	if _, err := Canonicalize(big); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("%d bytes: %v, want ErrTooLarge", len(big), err)
 	}
 	if _, err := Canonicalize(big[1 : len(big)-1 : len(big)-1]); err == nil {
 		t.Fatal("want an error for an unquoted string")
 	}
-	if _, err := (Canonicalizer{MaxBytes: -1}).Canonicalize(big); err != nil {
-		t.Fatalf("MaxBytes -1: %v", err)
+	if _, err := (Canonicalizer{BytesMax: -1}).Canonicalize(big); err != nil {
+		t.Fatalf("BytesMax -1: %v", err)
 	}
-	c := Canonicalizer{MaxBytes: 8}
+	c := Canonicalizer{BytesMax: 8}
 	if _, err := c.Canonicalize([]byte(`[1,2,3]`)); err != nil {
 		t.Fatalf("7 bytes under a limit of 8: %v", err)
 	}
@@ -152,25 +152,25 @@ func TestLimits(t *testing.T) {
 	}
 
 	// Depth: exactly the limit passes, one more fails.
-	d := Canonicalizer{MaxDepth: 3}
+	d := Canonicalizer{DepthMax: 3}
 	if _, err := d.Canonicalize([]byte(`[{"a":[1]}]`)); err != nil {
 		t.Fatalf("depth 3: %v", err)
 	}
 	if _, err := d.Canonicalize([]byte(`[{"a":[[1]]}]`)); !errors.Is(err, ErrTooDeep) {
 		t.Fatalf("depth 4: %v, want ErrTooDeep", err)
 	}
-	ok := strings.Repeat("[", DefaultMaxDepth) + strings.Repeat("]", DefaultMaxDepth)
+	ok := strings.Repeat("[", DepthMaxDefault) + strings.Repeat("]", DepthMaxDefault)
 	if _, err := Canonicalize([]byte(ok)); err != nil {
 		t.Fatalf("default depth: %v", err)
 	}
-	// MaxDepth is capped at MaxDepthLimit, so the recursion stays bounded.
-	huge := Canonicalizer{MaxDepth: 1 << 30, MaxBytes: -1}
-	deep := strings.Repeat("[", MaxDepthLimit+1) + strings.Repeat("]", MaxDepthLimit+1)
+	// DepthMax is capped at DepthMaxLimit, so the recursion stays bounded.
+	huge := Canonicalizer{DepthMax: 1 << 30, BytesMax: -1}
+	deep := strings.Repeat("[", DepthMaxLimit+1) + strings.Repeat("]", DepthMaxLimit+1)
 	if _, err := huge.Canonicalize([]byte(deep)); !errors.Is(err, ErrTooDeep) {
-		t.Fatalf("depth %d: %v, want ErrTooDeep", MaxDepthLimit+1, err)
+		t.Fatalf("depth %d: %v, want ErrTooDeep", DepthMaxLimit+1, err)
 	}
 	if _, err := huge.Canonicalize([]byte(deep[1 : len(deep)-1])); err != nil {
-		t.Fatalf("depth %d: %v", MaxDepthLimit, err)
+		t.Fatalf("depth %d: %v", DepthMaxLimit, err)
 	}
 }
 

@@ -46,10 +46,10 @@ func benchHistories(b *testing.B) [2]*historyOut {
 // 10,000 scopes (goal: under 2 s per check).
 func BenchmarkCheckStoreHistory(b *testing.B) {
 	h := benchHistories(b)[0].store
-	var r Result
+	var r Report
 	for b.Loop() {
 		r = CheckStoreHistory(h, CheckOptions{Timeout: time.Minute})
-		if r.Verdict != porcupine.Ok {
+		if r.Check != porcupine.Ok {
 			b.Fatal(r)
 		}
 	}
@@ -61,10 +61,10 @@ func BenchmarkCheckStoreHistory(b *testing.B) {
 // over 10,000 scopes, each event replayed through core.Step.
 func BenchmarkCheckLifecycleHistory(b *testing.B) {
 	out := benchHistories(b)[1]
-	var r Result
+	var r Report
 	for b.Loop() {
 		r = CheckLifecycleHistory(out.life, out.policy, CheckOptions{Timeout: time.Minute})
-		if r.Verdict != porcupine.Ok {
+		if r.Check != porcupine.Ok {
 			b.Fatal(r)
 		}
 	}

@@ -168,7 +168,7 @@ func (s *toyStore) Wait(ctx context.Context, scope core.Scope, version uint64, t
 
 // hunt records and checks store histories of s, as the suite's stress/store
 // does, until one is not Ok or histories have passed.
-func hunt(t *testing.T, s store.Store, histories int, dir string) (Result, int) {
+func hunt(t *testing.T, s store.Store, histories int, dir string) (Report, int) {
 	t.Helper()
 	cfg := defaults()
 	cfg.seed = randomSeed()
@@ -184,7 +184,7 @@ func hunt(t *testing.T, s store.Store, histories int, dir string) (Result, int) 
 			return r, h
 		}
 	}
-	return Result{Verdict: porcupine.Ok}, histories
+	return Report{Check: porcupine.Ok}, histories
 }
 
 func TestToyStoreIsLinearizable(t *testing.T) {
@@ -206,7 +206,7 @@ var plants = []struct {
 }
 
 // TestBrokenDriversAreIllegal plants one bug at a time and requires
-// porcupine's Illegal verdict: not Unknown, not a failed functional test.
+// porcupine's Illegal result: not Unknown, not a failed functional test.
 func TestBrokenDriversAreIllegal(t *testing.T) {
 	for _, c := range plants {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestBrokenDriversAreIllegal(t *testing.T) {
 			c.plant(s)
 			dir := t.TempDir()
 			r, h := hunt(t, s, 50, dir)
-			if r.Verdict != porcupine.Illegal {
+			if r.Check != porcupine.Illegal {
 				t.Fatalf("after %d histories: %v, want %v", h+1, r, porcupine.Illegal)
 			}
 			t.Logf("caught in history %d: %v", h, r)
@@ -255,7 +255,7 @@ func TestLifecycleModelCatchesBrokenDrivers(t *testing.T) {
 				if r.OK() {
 					continue
 				}
-				if r.Verdict != porcupine.Illegal {
+				if r.Check != porcupine.Illegal {
 					t.Fatalf("history %d: %v, want %v", h, r, porcupine.Illegal)
 				}
 				t.Logf("caught in history %d: %s", h, strings.SplitN(r.String(), "\n", 2)[0])

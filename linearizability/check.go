@@ -11,13 +11,14 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // CheckOptions configure CheckStoreHistory and CheckLifecycleHistory.
 type CheckOptions struct {
 	ModelOptions
 	// Timeout is porcupine's budget for the whole history; zero means none.
-	// Past it the verdict is porcupine.Unknown, which is not a pass.
+	// Past it the check is porcupine.Unknown, which is not a pass.
 	Timeout time.Duration
 	// VisualizationDir is where the HTML visualization of a history that is
 	// not Ok is written; empty means a new directory under os.TempDir().
@@ -28,12 +29,13 @@ type CheckOptions struct {
 	Name string
 }
 
-// Result is the verdict on one history.
-type Result struct {
-	// Verdict is porcupine.Ok, porcupine.Illegal (not linearizable), or
+// Report is what checking one history found. (Not a verdict: in idem that
+// word is the reconciler's finding.)
+type Report struct {
+	// Check is porcupine.Ok, porcupine.Illegal (not linearizable), or
 	// porcupine.Unknown (the budget ran out: not a pass). It is empty when
 	// Err reports a malformed history.
-	Verdict porcupine.CheckResult
+	Check porcupine.CheckResult
 	// Operations and Scopes are how many operations were checked and in how
 	// many partitions. Operations that constrain nothing (failed loads,
 	// failed writes) are left out.
@@ -55,23 +57,23 @@ type Result struct {
 
 // Offense is one scope whose history is not linearizable, or undecided.
 type Offense struct {
-	Scope   core.Scope
-	Verdict porcupine.CheckResult
+	Scope core.Scope
+	Check porcupine.CheckResult
 }
 
-// OK reports whether the verdict is porcupine.Ok and nothing went wrong.
-func (r Result) OK() bool { return r.Verdict == porcupine.Ok && r.Err == nil }
+// OK reports whether the check is porcupine.Ok and nothing went wrong.
+func (r Report) OK() bool { return r.Check == porcupine.Ok && r.Err == nil }
 
-func (r Result) String() string {
+func (r Report) String() string {
 	var b strings.Builder
-	if r.Verdict == "" {
-		b.WriteString("no verdict")
+	if r.Check == "" {
+		b.WriteString("not checked")
 	} else {
-		b.WriteString(string(r.Verdict))
+		b.WriteString(string(r.Check))
 	}
 	fmt.Fprintf(&b, ": %d operations over %d scopes, checked in %v", r.Operations, r.Scopes, r.Elapsed.Round(time.Microsecond))
 	for _, o := range r.Offending {
-		fmt.Fprintf(&b, "; %s: %s", o.Verdict, o.Scope)
+		fmt.Fprintf(&b, "; %s: %s", o.Check, o.Scope)
 	}
 	if r.Err != nil {
 		b.WriteString("; error: " + r.Err.Error())
@@ -99,35 +101,35 @@ func StoreOperations(h []StoreOperation, o ModelOptions) ([]porcupine.Operation,
 	prepared := make([]storeOp, len(h))
 	for i := range h {
 		op := &h[i]
-		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Outcome); err != nil {
+		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Ended); err != nil {
 			return nil, err
 		}
 		switch op.Kind {
-		case StoreLoad:
-			if op.Outcome == OutcomeConflict {
-				return nil, fmt.Errorf("linearizability: operation %d: a load has no conflict outcome", i)
+		case store.MethodLoad:
+			if op.Ended == EndedConflict {
+				return nil, fmt.Errorf("linearizability: operation %d: a load cannot end in a conflict", i)
 			}
-			if op.Outcome != OutcomeOK {
+			if op.Ended != EndedOK {
 				continue
 			}
-		case StoreInsert, StoreCompareAndSet:
+		case store.MethodInsert, store.MethodCompareAndSet:
 			if op.Record.Scope != op.Scope {
 				return nil, fmt.Errorf("linearizability: operation %d: %v of a record of scope %s under scope %s", i, op.Kind, op.Record.Scope, op.Scope)
 			}
-		case StoreDelete:
+		case store.MethodDelete:
 		default:
 			return nil, fmt.Errorf("linearizability: operation %d: %v", i, op.Kind)
 		}
-		if op.Outcome == OutcomeFailed {
+		if op.Ended == EndedFailed {
 			continue
 		}
 		p := &prepared[i]
 		p.op = op
 		p.digest = d.record(&op.Record, true)
-		p.absentOK = op.Kind == StoreLoad && !op.Record.Exists() && op.Record.Scope == op.Scope &&
+		p.absentOK = op.Kind == store.MethodLoad && !op.Record.Exists() && op.Record.Scope == op.Scope &&
 			op.Record.Version == 0 && op.Record.Token == 0
 		ret := op.Return
-		if op.Outcome == OutcomeUnknown {
+		if op.Ended == EndedIndeterminate {
 			ret = Pending
 		}
 		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: p, Output: p, Call: op.Call, Return: ret})
@@ -145,18 +147,18 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 	prepared := make([]lifeOp, len(h))
 	for i := range h {
 		op := &h[i]
-		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Outcome); err != nil {
+		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Ended); err != nil {
 			return nil, err
 		}
 		if op.Event.Kind == core.EventInvalid || op.Event.Kind > core.EventSweep {
 			return nil, fmt.Errorf("linearizability: operation %d: event %v", i, op.Event.Kind)
 		}
-		switch op.Outcome {
-		case OutcomeFailed:
+		switch op.Ended {
+		case EndedFailed:
 			continue
-		case OutcomeConflict:
-			return nil, fmt.Errorf("linearizability: operation %d: a lifecycle operation has no conflict outcome", i)
-		case OutcomeOK:
+		case EndedConflict:
+			return nil, fmt.Errorf("linearizability: operation %d: a lifecycle operation cannot end in a conflict", i)
+		case EndedOK:
 			if op.Event.Now.IsZero() {
 				return nil, fmt.Errorf("linearizability: operation %d: %v without the store's time (Event.Now)", i, op.Event.Kind)
 			}
@@ -168,12 +170,12 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 			p.ev.Token = reserveTokenUnknown
 		}
 		p.digest = d.record(&op.Record, false)
-		if op.Outcome == OutcomeUnknown && op.Result.Write.Kind == core.WriteDelete {
+		if op.Ended == EndedIndeterminate && op.Result.Write.Kind == core.WriteDelete {
 			p.digest = absent
 		}
 		p.scopeOK = op.Record.Scope == op.Scope || (!op.Record.Exists() && op.Record.Scope == core.Scope{})
 		ret := op.Return
-		if op.Outcome == OutcomeUnknown {
+		if op.Ended == EndedIndeterminate {
 			ret = Pending
 		}
 		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: p, Output: p, Call: op.Call, Return: ret})
@@ -181,13 +183,13 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 	return ops, nil
 }
 
-func validateCommon(i, client int, call, ret int64, o Outcome) error {
+func validateCommon(i, client int, call, ret int64, o Ending) error {
 	switch {
 	case client < 0:
 		return fmt.Errorf("linearizability: operation %d: client %d, want ≥ 0", i, client)
-	case o == 0 || o >= outcomeEnd:
+	case o == 0 || o >= endingEnd:
 		return fmt.Errorf("linearizability: operation %d: %v", i, o)
-	case o != OutcomeUnknown && ret < call:
+	case o != EndedIndeterminate && ret < call:
 		return fmt.Errorf("linearizability: operation %d: returned at %d before its call at %d", i, ret, call)
 	}
 	return nil
@@ -196,14 +198,14 @@ func validateCommon(i, client int, call, ret int64, o Outcome) error {
 // CheckStoreHistory checks that a history of store.Store calls is
 // linearizable with respect to StoreModel. This is the function for the
 // simulator: fill StoreOperation from its own event log (virtual
-// nanoseconds are fine), mark writes whose outcome the caller could not
-// observe OutcomeUnknown, and report a Result that is not OK as a failure
-// (porcupine.Unknown included).
-func CheckStoreHistory(h []StoreOperation, o CheckOptions) Result {
+// nanoseconds are fine), mark writes whose effect the caller could not
+// observe EndedIndeterminate, and treat a Report that is not OK as a
+// failure (porcupine.Unknown included).
+func CheckStoreHistory(h []StoreOperation, o CheckOptions) Report {
 	start := time.Now()
 	ops, err := StoreOperations(h, o.ModelOptions)
 	if err != nil {
-		return Result{Err: err, Elapsed: time.Since(start)}
+		return Report{Err: err, Elapsed: time.Since(start)}
 	}
 	return check("store", StoreModel(), ops, o, start)
 }
@@ -212,25 +214,25 @@ func CheckStoreHistory(h []StoreOperation, o CheckOptions) Result {
 // p is linearizable with respect to LifecycleModel: that some order of them,
 // consistent with real time, gives exactly the observed decisions and
 // records when replayed through core.Step.
-func CheckLifecycleHistory(h []LifecycleOperation, p core.Policy, o CheckOptions) Result {
+func CheckLifecycleHistory(h []LifecycleOperation, p core.Policy, o CheckOptions) Report {
 	start := time.Now()
 	if err := p.Validate(); err != nil {
-		return Result{Err: err, Elapsed: time.Since(start)}
+		return Report{Err: err, Elapsed: time.Since(start)}
 	}
 	ops, err := LifecycleOperations(h, o.ModelOptions)
 	if err != nil {
-		return Result{Err: err, Elapsed: time.Since(start)}
+		return Report{Err: err, Elapsed: time.Since(start)}
 	}
 	return check("lifecycle", LifecycleModel(p, o.ModelOptions), ops, o, start)
 }
 
-func check(kind string, model porcupine.Model, ops []porcupine.Operation, o CheckOptions, start time.Time) Result {
+func check(kind string, model porcupine.Model, ops []porcupine.Operation, o CheckOptions, start time.Time) Report {
 	parts := model.Partition(ops)
-	r := Result{Operations: len(ops), Scopes: len(parts)}
+	r := Report{Operations: len(ops), Scopes: len(parts)}
 	whole := model
 	whole.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return parts }
-	r.Verdict = porcupine.CheckOperationsTimeout(whole, ops, o.Timeout)
-	if r.Verdict == porcupine.Ok {
+	r.Check = porcupine.CheckOperationsTimeout(whole, ops, o.Timeout)
+	if r.Check == porcupine.Ok {
 		r.Elapsed = time.Since(start)
 		return r
 	}
@@ -246,7 +248,7 @@ func check(kind string, model porcupine.Model, ops []porcupine.Operation, o Chec
 	for _, part := range parts {
 		if v := porcupine.CheckOperationsTimeout(single, part, o.Timeout); v != porcupine.Ok {
 			bad = append(bad, part)
-			r.Offending = append(r.Offending, Offense{Scope: scopeOf(part[0].Input), Verdict: v})
+			r.Offending = append(r.Offending, Offense{Scope: scopeOf(part[0].Input), Check: v})
 		}
 		if len(bad) == offendersMax || (!deadline.IsZero() && time.Now().After(deadline)) {
 			break

@@ -322,109 +322,149 @@ func (c *contract) recordsAreCopies(t *testing.T) {
 // due runs records through Due: listed only once due, most overdue first,
 // at most limit at a time, batch after batch.
 func (c *contract) due(t *testing.T) {
-	s, advance, lease := c.clock(t)
-	ctx := context.Background()
-	p := core.DefaultPolicy()
-	p.LeaseDuration, p.TTL = lease, 2*lease
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = lease, 4*lease, 2
-	scopes := make([]core.Scope, 5)
-	for i := range scopes {
-		scopes[i] = c.scope(t, i)
+	f := c.newDueFixture(t)
+	tokens := make([]core.Token, len(f.scopes))
+	for i := range f.scopes {
+		tokens[i] = f.apply(i, core.Event{Kind: core.EventReserve, Fingerprint: fpA}).Result.Decision.Token
+		f.advance(f.lease / 10)
 	}
-	apply := func(i int, ev core.Event) store.Applied {
-		t.Helper()
-		a, err := applyOver(ctx, s, &p, scopes[i], ev)
-		if err != nil {
-			t.Fatalf("%v of scope %d: %v", ev.Kind, i, err)
-		}
-		return a
+	f.sweepLeases()
+	f.reconcile(tokens)
+	f.sweepTTLs()
+}
+
+// dueFixture is five scopes of one store on a clock the test moves, with a
+// policy whose leases, backoffs and TTLs are a few leases long.
+type dueFixture struct {
+	t       *testing.T
+	ctx     context.Context
+	s       store.Store
+	advance func(time.Duration)
+	lease   time.Duration
+	p       core.Policy
+	scopes  []core.Scope
+}
+
+func (c *contract) newDueFixture(t *testing.T) *dueFixture {
+	f := &dueFixture{t: t, ctx: context.Background(), p: core.DefaultPolicy(), scopes: make([]core.Scope, 5)}
+	f.s, f.advance, f.lease = c.clock(t)
+	f.p.LeaseDuration, f.p.TTL = f.lease, 2*f.lease
+	f.p.ReconcileBackoffBase, f.p.ReconcileBackoffCap, f.p.ReconcileAttemptsMax = f.lease, 4*f.lease, 2
+	for i := range f.scopes {
+		f.scopes[i] = c.scope(t, i)
 	}
-	due := func(kind store.DueKind, limit int) []int {
-		t.Helper()
-		recs, err := s.Due(ctx, kind, limit)
-		if err != nil {
-			t.Fatalf("Due(%v, %d): %v", kind, limit, err)
-		}
-		if len(recs) > limit {
-			t.Fatalf("Due(%v, %d) listed %d records", kind, limit, len(recs))
-		}
-		var idx []int
-		for _, r := range recs {
-			i := slices.Index(scopes, r.Scope)
-			if i < 0 {
-				t.Fatalf("Due(%v) listed a record of a scope the test never wrote: %s", kind, r.Describe())
-			}
-			idx = append(idx, i)
-		}
-		return idx
+	return f
+}
+
+func (f *dueFixture) apply(i int, ev core.Event) store.Applied {
+	f.t.Helper()
+	a, err := applyOver(f.ctx, f.s, &f.p, f.scopes[i], ev)
+	if err != nil {
+		f.t.Fatalf("%v of scope %d: %v", ev.Kind, i, err)
 	}
-	tokens := make([]core.Token, len(scopes))
-	for i := range scopes {
-		tokens[i] = apply(i, core.Event{Kind: core.EventReserve, Fingerprint: fpA}).Result.Decision.Token
-		advance(lease / 10)
+	return a
+}
+
+// due is what Due lists, as indices of the fixture's scopes.
+func (f *dueFixture) due(kind store.DueKind, limit int) []int {
+	f.t.Helper()
+	recs, err := f.s.Due(f.ctx, kind, limit)
+	if err != nil {
+		f.t.Fatalf("Due(%v, %d): %v", kind, limit, err)
 	}
-	if got := due(store.DueSweep, 10); len(got) != 0 {
+	if len(recs) > limit {
+		f.t.Fatalf("Due(%v, %d) listed %d records", kind, limit, len(recs))
+	}
+	var idx []int
+	for _, r := range recs {
+		i := slices.Index(f.scopes, r.Scope)
+		if i < 0 {
+			f.t.Fatalf("Due(%v) listed a record of a scope the test never wrote: %s", kind, r.Describe())
+		}
+		idx = append(idx, i)
+	}
+	return idx
+}
+
+// sweepLeases: no lease is listed while it runs; once they end, the five
+// are listed in batches of 3 then 2, earliest lease end first, and swept
+// into unknown.
+func (f *dueFixture) sweepLeases() {
+	t := f.t
+	if got := f.due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("leases running, yet Due(sweep) lists scopes %v", got)
 	}
-	if got := due(store.DueSweep, 0); len(got) != 0 {
+	if got := f.due(store.DueSweep, 0); len(got) != 0 {
 		t.Fatalf("Due(sweep, 0) lists scopes %v", got)
 	}
-	advance(lease + lease/5)
-	// Batches of 3 then 2, most overdue (earliest lease end) first.
-	if got := due(store.DueSweep, 3); !slices.Equal(got, []int{0, 1, 2}) {
+	f.advance(f.lease + f.lease/5)
+	if got := f.due(store.DueSweep, 3); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("first batch of expired leases: scopes %v, want [0 1 2]", got)
 	}
 	for i := range 3 {
-		if d := apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionLeaseExpired {
+		if d := f.apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionLeaseExpired {
 			t.Fatalf("sweep of scope %d: %v", i, d)
 		}
 	}
-	if got := due(store.DueSweep, 3); !slices.Equal(got, []int{3, 4}) {
+	if got := f.due(store.DueSweep, 3); !slices.Equal(got, []int{3, 4}) {
 		t.Fatalf("second batch: scopes %v, want [3 4]", got)
 	}
 	for i := 3; i < 5; i++ {
-		apply(i, core.Event{Kind: core.EventSweep})
+		f.apply(i, core.Event{Kind: core.EventSweep})
 	}
-	if got := due(store.DueSweep, 10); len(got) != 0 {
+	if got := f.due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("after the sweep, Due(sweep) lists scopes %v (unknown records are never swept)", got)
 	}
-	got := due(store.DueReconcile, 10)
+}
+
+// reconcile: the five unknown records are listed for reconciliation; one
+// backs off, two settle, one is abandoned, and the one left and the one
+// backed off come back most overdue first.
+func (f *dueFixture) reconcile(tokens []core.Token) {
+	t := f.t
+	got := f.due(store.DueReconcile, 10)
 	if sorted := slices.Sorted(slices.Values(got)); !slices.Equal(sorted, []int{0, 1, 2, 3, 4}) {
 		t.Fatalf("Due(reconcile) lists scopes %v, want all five", got)
 	}
-	if got := due(store.DueReconcile, 2); len(got) != 2 {
+	if got := f.due(store.DueReconcile, 2); len(got) != 2 {
 		t.Fatalf("Due(reconcile, 2) lists %d", len(got))
 	}
 	still := core.Event{Kind: core.EventResolve, Verdict: core.VerdictStillUnknown}
 	ev := func(e core.Event, i int) core.Event { e.Token = tokens[i]; return e }
-	apply(0, ev(still, 0)) // rescheduled after the backoff
-	apply(1, ev(core.Event{Kind: core.EventResolve, Verdict: core.VerdictExecuted, Response: responses[0]}, 1))
-	advance(lease / 10) // so that 1 expires strictly before 2
-	apply(2, ev(core.Event{Kind: core.EventResolve, Verdict: core.VerdictNotExecuted}, 2))
-	apply(4, ev(still, 4))
-	if d := apply(4, ev(still, 4)).Result.Decision.Kind; d != core.DecisionAbandoned {
+	f.apply(0, ev(still, 0)) // rescheduled after the backoff
+	f.apply(1, ev(core.Event{Kind: core.EventResolve, Verdict: core.VerdictExecuted, Response: responses[0]}, 1))
+	f.advance(f.lease / 10) // so that 1 expires strictly before 2
+	f.apply(2, ev(core.Event{Kind: core.EventResolve, Verdict: core.VerdictNotExecuted}, 2))
+	f.apply(4, ev(still, 4))
+	if d := f.apply(4, ev(still, 4)).Result.Decision.Kind; d != core.DecisionAbandoned {
 		t.Fatalf("second still-unknown of scope 4: %v, want abandoned", d)
 	}
-	if got := due(store.DueReconcile, 10); !slices.Equal(got, []int{3}) {
+	if got := f.due(store.DueReconcile, 10); !slices.Equal(got, []int{3}) {
 		t.Fatalf("Due(reconcile) lists scopes %v, want [3] (0 backs off, 1 and 2 settled, 4 abandoned)", got)
 	}
-	advance(lease + lease/10)
-	if got := due(store.DueReconcile, 10); !slices.Equal(got, []int{3, 0}) {
+	f.advance(f.lease + f.lease/10)
+	if got := f.due(store.DueReconcile, 10); !slices.Equal(got, []int{3, 0}) {
 		t.Fatalf("after the backoff, Due(reconcile) lists scopes %v, want [3 0] (most overdue first)", got)
 	}
-	if got := due(store.DueSweep, 10); len(got) != 0 {
+}
+
+// sweepTTLs: the two settled records are listed for sweeping only past
+// their TTL, and no longer once soft-expired.
+func (f *dueFixture) sweepTTLs() {
+	t := f.t
+	if got := f.due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("settled records listed for sweeping before their TTL: scopes %v", got)
 	}
-	advance(2 * lease)
-	if got := due(store.DueSweep, 10); !slices.Equal(got, []int{1, 2}) {
+	f.advance(2 * f.lease)
+	if got := f.due(store.DueSweep, 10); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("past the TTL, Due(sweep) lists scopes %v, want [1 2]", got)
 	}
 	for _, i := range []int{1, 2} {
-		if d := apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionExpired {
+		if d := f.apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionExpired {
 			t.Fatalf("sweep of scope %d past its TTL: %v", i, d)
 		}
 	}
-	if got := due(store.DueSweep, 10); len(got) != 0 {
+	if got := f.due(store.DueSweep, 10); len(got) != 0 {
 		t.Fatalf("soft-expired records still listed: scopes %v", got)
 	}
 }
@@ -522,23 +562,60 @@ func (c *contract) cancelledContext(t *testing.T) {
 func (c *contract) applier(t *testing.T) {
 	s, advance, lease := c.clock(t)
 	if _, ok := s.(store.Applier); !ok {
-		t.Log("not an store.Applier: nothing to compare")
+		t.Log("not a store.Applier: nothing to compare")
 		return
 	}
-	ctx := context.Background()
 	p := core.DefaultPolicy()
 	p.LeaseDuration = lease
-	paths := []struct {
-		name  string
-		store store.Store
-		scope core.Scope
-		token core.Token
-	}{{"apply", s, c.scope(t, 0), 0}, {"compare-and-set", casOnly{s}, c.scope(t, 1), 0}}
-	script := []struct {
-		ev   core.Event
-		want core.DecisionKind
-		wait time.Duration // advance the clock after the step
-	}{
+	paths := []applierPath{{"apply", s, c.scope(t, 0), 0}, {"compare-and-set", store.HideApplier(s), c.scope(t, 1), 0}}
+	for i, st := range applierScript(lease) {
+		var got [2]store.Applied
+		for j := range paths {
+			got[j] = c.stepThrough(t, &p, i, st, &paths[j])
+		}
+		x, y := got[0], got[1]
+		if x.Before != y.Before || x.Result.Write.Kind != y.Result.Write.Kind || x.Record.Status != y.Record.Status ||
+			x.Record.Version != y.Record.Version || x.Record.LastErrorCode != y.Record.LastErrorCode ||
+			x.Record.ReconcileAttempts != y.Record.ReconcileAttempts || !x.Record.Response.Equal(y.Record.Response) {
+			t.Fatalf("step %d (%v): Apply and load-step-write disagree:\n apply %s, %s\n cas   %s, %s", i, st.ev.Kind,
+				x.Result.Describe(), x.Record.Describe(), y.Result.Describe(), y.Record.Describe())
+		}
+		if st.wait > 0 {
+			advance(st.wait)
+		}
+	}
+	// Bad input: the core refuses, nothing is written.
+	for _, pa := range paths {
+		before := load(t, pa.store, pa.scope).Record
+		_, err := applyOver(context.Background(), pa.store, &p, pa.scope, core.Event{Kind: core.EventComplete, Token: pa.token, Response: core.Response{StatusCode: 99}})
+		if !errors.Is(err, core.ErrResponseInvalid) {
+			t.Fatalf("invalid response through %s: %v, want core.ErrResponseInvalid", pa.name, err)
+		}
+		if after := load(t, pa.store, pa.scope).Record; !c.d.equal(&before, &after) {
+			t.Fatalf("a refused event changed the record through %s:\n was %s\n now %s", pa.name, before.Describe(), after.Describe())
+		}
+	}
+}
+
+// applierPath is one way through a store, on a scope of its own: its Apply,
+// or load-step-write with the Apply hidden.
+type applierPath struct {
+	name  string
+	store store.Store
+	scope core.Scope
+	token core.Token // of the attempt last told to execute
+}
+
+// applierStep is one event of the applier script and the decision it must get.
+type applierStep struct {
+	ev   core.Event
+	want core.DecisionKind
+	wait time.Duration // advance the clock after the step
+}
+
+// applierScript takes a scope through every status and most decisions.
+func applierScript(lease time.Duration) []applierStep {
+	return []applierStep{
 		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionExecute, 0},
 		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionInFlight, 0},
 		{core.Event{Kind: core.EventReserve, Fingerprint: fpB}, core.DecisionMismatch, 0},
@@ -555,50 +632,29 @@ func (c *contract) applier(t *testing.T) {
 		{core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.DecisionReplay, 0},
 		{core.Event{Kind: core.EventFail}, core.DecisionConflict, 0},
 	}
-	for i, st := range script {
-		var got [2]store.Applied
-		for j := range paths {
-			pa := &paths[j]
-			ev := st.ev
-			if ev.Kind != core.EventReserve {
-				ev.Token = pa.token
-			}
-			a, err := applyOver(ctx, pa.store, &p, pa.scope, ev)
-			if err != nil {
-				t.Fatalf("step %d (%v) through %s: %v", i, ev.Kind, pa.name, err)
-			}
-			if a.Result.Decision.Kind != st.want {
-				t.Fatalf("step %d (%v) through %s: %v, want %v", i, ev.Kind, pa.name, a.Result.Decision.Kind, st.want)
-			}
-			if a.Result.Decision.Kind == core.DecisionExecute {
-				pa.token = a.Result.Decision.Token
-			}
-			stored := load(t, pa.store, pa.scope).Record
-			if !c.d.equal(&stored, &a.Record) {
-				t.Fatalf("step %d (%v) through %s: Applied.Record is not what the store holds:\n applied %s\n stored  %s", i, ev.Kind, pa.name, a.Record.Describe(), stored.Describe())
-			}
-			got[j] = a
-		}
-		x, y := got[0], got[1]
-		if x.Before != y.Before || x.Result.Write.Kind != y.Result.Write.Kind || x.Record.Status != y.Record.Status ||
-			x.Record.Version != y.Record.Version || x.Record.LastErrorCode != y.Record.LastErrorCode ||
-			x.Record.ReconcileAttempts != y.Record.ReconcileAttempts || !x.Record.Response.Equal(y.Record.Response) {
-			t.Fatalf("step %d (%v): Apply and load-step-write disagree:\n apply %s, %s\n cas   %s, %s", i, st.ev.Kind,
-				x.Result.Describe(), x.Record.Describe(), y.Result.Describe(), y.Record.Describe())
-		}
-		if st.wait > 0 {
-			advance(st.wait)
-		}
+}
+
+// stepThrough applies step i through pa and checks its decision, and that
+// the Applied's record is what the store then holds.
+func (c *contract) stepThrough(t *testing.T, p *core.Policy, i int, st applierStep, pa *applierPath) store.Applied {
+	t.Helper()
+	ev := st.ev
+	if ev.Kind != core.EventReserve {
+		ev.Token = pa.token
 	}
-	// Bad input: the core refuses, nothing is written.
-	for _, pa := range paths {
-		before := load(t, pa.store, pa.scope).Record
-		_, err := applyOver(ctx, pa.store, &p, pa.scope, core.Event{Kind: core.EventComplete, Token: pa.token, Response: core.Response{StatusCode: 99}})
-		if !errors.Is(err, core.ErrResponseInvalid) {
-			t.Fatalf("invalid response through %s: %v, want core.ErrResponseInvalid", pa.name, err)
-		}
-		if after := load(t, pa.store, pa.scope).Record; !c.d.equal(&before, &after) {
-			t.Fatalf("a refused event changed the record through %s:\n was %s\n now %s", pa.name, before.Describe(), after.Describe())
-		}
+	a, err := applyOver(context.Background(), pa.store, p, pa.scope, ev)
+	if err != nil {
+		t.Fatalf("step %d (%v) through %s: %v", i, ev.Kind, pa.name, err)
 	}
+	if a.Result.Decision.Kind != st.want {
+		t.Fatalf("step %d (%v) through %s: %v, want %v", i, ev.Kind, pa.name, a.Result.Decision.Kind, st.want)
+	}
+	if a.Result.Decision.Kind == core.DecisionExecute {
+		pa.token = a.Result.Decision.Token
+	}
+	stored := load(t, pa.store, pa.scope).Record
+	if !c.d.equal(&stored, &a.Record) {
+		t.Fatalf("step %d (%v) through %s: Applied.Record is not what the store holds:\n applied %s\n stored  %s", i, ev.Kind, pa.name, a.Record.Describe(), stored.Describe())
+	}
+	return a
 }

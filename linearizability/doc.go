@@ -3,12 +3,26 @@
 // driver that is not linearizable breaks "at most once" in ways no example
 // test finds.
 //
+// # Histories and words
+//
+// A history is what the callers of a store saw, one operation per call:
+// a StoreOperation is one call of a Store method (its Kind is a
+// store.Method), a LifecycleOperation one event applied to one scope. Each
+// records how the call ended, an Ending: EndedOK, EndedConflict (a write's
+// precondition did not hold), EndedFailed (known to have had no effect) or
+// EndedIndeterminate (its effect is unknown, as Jepsen says). A Recorder
+// makes both histories from a live store. CheckStoreHistory and
+// CheckLifecycleHistory check one and return a Report: porcupine's result
+// (Report.Check), the offending scopes, an explanation and a drawing. The
+// words of core's glossary keep their meaning here: an outcome is the
+// response of an attempt that executed, a verdict the reconciler's finding.
+//
 // # Models
 //
 // Two porcupine models, both partitioned by scope (a history of many scopes
 // is checked one scope at a time, in parallel):
 //
-//   - StoreModel is the sequential specification of an store.Store: Load
+//   - StoreModel is the sequential specification of a store.Store: Load
 //     reads exactly the stored record with a fresh token greater than every
 //     token a load of the scope handed out before, deleted records included;
 //     Insert succeeds if and only if there is no record; CompareAndSet and
@@ -28,7 +42,7 @@
 //
 // Some calls end without telling their caller what happened: a store error
 // or a context deadline after a write was sent (an ambiguous commit). They
-// are recorded with OutcomeUnknown and checked as porcupine's etcd test
+// are recorded with EndedIndeterminate and checked as porcupine's etcd test
 // checks calls without a response: their return time is Pending (infinity),
 // so porcupine may linearize them at any instant after their call, even
 // after the caller gave up (a database may commit a write its client timed
@@ -38,7 +52,7 @@
 // porcupine's Model requires: no set of possible states is needed.
 //
 // For the lifecycle the write must be known to be replayed. When an event
-// goes through load-step-write (idem.Op), the Recorder knows the record and
+// goes through load-step-write (store.Op), the Recorder knows the record and
 // precondition of the write that may have applied, and the check is exact.
 // When an Applier's Apply fails, neither the store's time nor the write is
 // known: the scope's record becomes unknown to the model until the next
@@ -92,12 +106,13 @@
 // porcupine found: black is legal, red is an operation that could not come
 // next. Hovering over a bar shows the model's state before and after it (the
 // record, and for a store the highest token handed out); "jump to first
-// error" goes to where the longest linearization stops. Result.Explanation
+// error" goes to where the longest linearization stops. Report.Explanation
 // says the same in text, in the test log.
 //
 // # Histories from elsewhere
 //
 // The simulator (cmd/simrun -lincheck) builds StoreOperation or
 // LifecycleOperation values from its own event log, on virtual time, and
-// calls CheckStoreHistory or CheckLifecycleHistory; see the example.
+// calls CheckStoreHistory or CheckLifecycleHistory; a Report that is not OK
+// is a failure, porcupine.Unknown included. See the example.
 package linearizability

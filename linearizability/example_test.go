@@ -6,10 +6,11 @@ import (
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/linearizability"
+	"github.com/idemkit/idem/store"
 )
 
 // A simulator's store history, on virtual nanoseconds: two clients race to
-// insert the record of one scope; the second write's outcome was lost (an
+// insert the record of one scope; the second write ended indeterminate (an
 // ambiguous commit). It is linearizable whether that write applied or not,
 // but not if a later load sees a record nobody could have written.
 func ExampleCheckStoreHistory() {
@@ -19,17 +20,17 @@ func ExampleCheckStoreHistory() {
 		return core.Record{Scope: scope, Status: core.StatusInProgress, Fingerprint: core.Fingerprint{1}, Token: token, Version: 1, CreatedAt: now}
 	}
 	history := []linearizability.StoreOperation{
-		{Client: 0, Call: 0, Return: 10, Kind: linearizability.StoreLoad, Scope: scope, Record: core.Record{Scope: scope}, FreshToken: 1, Outcome: linearizability.OutcomeOK},
-		{Client: 1, Call: 5, Return: 15, Kind: linearizability.StoreLoad, Scope: scope, Record: core.Record{Scope: scope}, FreshToken: 2, Outcome: linearizability.OutcomeOK},
-		{Client: 0, Call: 20, Return: 30, Kind: linearizability.StoreInsert, Scope: scope, Record: rec(1), Outcome: linearizability.OutcomeOK},
-		{Client: 1, Call: 25, Return: 40, Kind: linearizability.StoreInsert, Scope: scope, Record: rec(2), Outcome: linearizability.OutcomeUnknown},
-		{Client: 0, Call: 50, Return: 60, Kind: linearizability.StoreLoad, Scope: scope, Record: rec(1), FreshToken: 3, Outcome: linearizability.OutcomeOK},
+		{Client: 0, Call: 0, Return: 10, Kind: store.MethodLoad, Scope: scope, Record: core.Record{Scope: scope}, FreshToken: 1, Ended: linearizability.EndedOK},
+		{Client: 1, Call: 5, Return: 15, Kind: store.MethodLoad, Scope: scope, Record: core.Record{Scope: scope}, FreshToken: 2, Ended: linearizability.EndedOK},
+		{Client: 0, Call: 20, Return: 30, Kind: store.MethodInsert, Scope: scope, Record: rec(1), Ended: linearizability.EndedOK},
+		{Client: 1, Call: 25, Return: 40, Kind: store.MethodInsert, Scope: scope, Record: rec(2), Ended: linearizability.EndedIndeterminate},
+		{Client: 0, Call: 50, Return: 60, Kind: store.MethodLoad, Scope: scope, Record: rec(1), FreshToken: 3, Ended: linearizability.EndedOK},
 	}
 	opts := linearizability.CheckOptions{Timeout: time.Second, NoVisualization: true}
-	fmt.Println(linearizability.CheckStoreHistory(history, opts).Verdict)
+	fmt.Println(linearizability.CheckStoreHistory(history, opts).Check)
 
 	history[4].Record = rec(7) // a record no write carried
-	fmt.Println(linearizability.CheckStoreHistory(history, opts).Verdict)
+	fmt.Println(linearizability.CheckStoreHistory(history, opts).Check)
 	// Output:
 	// Ok
 	// Illegal

@@ -36,7 +36,7 @@ type lifeOp struct {
 // decision, the write and the record after. There is no second copy of the
 // transition table here. Partitioned by scope.
 //
-// Ambiguity: an operation with OutcomeUnknown and a known write applies that
+// Ambiguity: an operation with EndedIndeterminate and a known write applies that
 // write (the record it carried) if its precondition holds where it is
 // linearized, else nothing; porcupine may linearize it anywhere after its call
 // (its return is Pending), the end included, which stands for "never
@@ -85,10 +85,10 @@ func LifecycleModel(p core.Policy, o ModelOptions) porcupine.Model {
 
 func lifeStep(d digester, p *core.Policy, s *lifeState, o *lifeOp) (bool, any) {
 	op := o.op
-	switch op.Outcome {
-	case OutcomeFailed:
+	switch op.Ended {
+	case EndedFailed:
 		return true, s
-	case OutcomeUnknown:
+	case EndedIndeterminate:
 		if !op.WriteKnown {
 			return true, unknownLife
 		}
@@ -97,7 +97,7 @@ func lifeStep(d digester, p *core.Policy, s *lifeState, o *lifeOp) (bool, any) {
 		}
 		return true, after(o)
 	}
-	// OutcomeOK
+	// EndedOK
 	if !o.scopeOK {
 		return false, s
 	}
@@ -135,7 +135,7 @@ func holds(rec *core.Record, w core.Write) bool {
 // after is the state an operation's recorded Record stands for.
 func after(o *lifeOp) *lifeState {
 	rec := o.op.Record
-	if o.op.Outcome == OutcomeUnknown && o.op.Result.Write.Kind == core.WriteDelete {
+	if o.op.Ended == EndedIndeterminate && o.op.Result.Write.Kind == core.WriteDelete {
 		rec = core.Record{} // LifecycleOperations set the digest to the absent record's
 	}
 	rec.Scope = o.op.Scope
@@ -168,17 +168,17 @@ func describeLifeOp(o *lifeOp) string {
 	if !ev.Now.IsZero() {
 		b.WriteString(" @" + clock(ev.Now))
 	}
-	switch op.Outcome {
-	case OutcomeOK:
+	switch op.Ended {
+	case EndedOK:
 		fmt.Fprintf(&b, " → %s, %s ⇒ %s", op.Result.Decision.Describe(), op.Result.Write.Describe(), short(&op.Record))
-	case OutcomeUnknown:
+	case EndedIndeterminate:
 		if op.WriteKnown {
-			fmt.Fprintf(&b, " → unknown: %s ⇒ %s may apply at any later instant, or never", op.Result.Write.Describe(), short(&op.Record))
+			fmt.Fprintf(&b, " → indeterminate: %s ⇒ %s may apply at any later instant, or never", op.Result.Write.Describe(), short(&op.Record))
 		} else {
-			b.WriteString(" → unknown: the store failed; what it did is not known")
+			b.WriteString(" → indeterminate: the store failed; what it did is not known")
 		}
 	default:
-		b.WriteString(" → " + op.Outcome.String() + " (no effect)")
+		b.WriteString(" → " + op.Ended.String() + " (no effect)")
 	}
 	return b.String()
 }

@@ -29,19 +29,19 @@ func recordAt(sc core.Scope, st core.Status, version uint64, token core.Token) c
 
 // Store-model histories, written out by hand.
 func ld(client int, call, ret int64, rec core.Record, fresh core.Token) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreLoad, Scope: rec.Scope, Record: rec, FreshToken: fresh, Outcome: OutcomeOK}
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodLoad, Scope: rec.Scope, Record: rec, FreshToken: fresh, Ended: EndedOK}
 }
 
-func ins(client int, call, ret int64, rec core.Record, o Outcome) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreInsert, Scope: rec.Scope, Record: rec, Outcome: o}
+func ins(client int, call, ret int64, rec core.Record, o Ending) StoreOperation {
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodInsert, Scope: rec.Scope, Record: rec, Ended: o}
 }
 
-func cas(client int, call, ret int64, rec core.Record, v uint64, tok core.Token, o Outcome) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreCompareAndSet, Scope: rec.Scope, Record: rec, ExpectVersion: v, ExpectToken: tok, Outcome: o}
+func cas(client int, call, ret int64, rec core.Record, v uint64, tok core.Token, o Ending) StoreOperation {
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodCompareAndSet, Scope: rec.Scope, Record: rec, ExpectVersion: v, ExpectToken: tok, Ended: o}
 }
 
-func del(client int, call, ret int64, sc core.Scope, v uint64, tok core.Token, o Outcome) StoreOperation {
-	return StoreOperation{Client: client, Call: call, Return: ret, Kind: StoreDelete, Scope: sc, ExpectVersion: v, ExpectToken: tok, Outcome: o}
+func del(client int, call, ret int64, sc core.Scope, v uint64, tok core.Token, o Ending) StoreOperation {
+	return StoreOperation{Client: client, Call: call, Return: ret, Kind: store.MethodDelete, Scope: sc, ExpectVersion: v, ExpectToken: tok, Ended: o}
 }
 
 func TestStoreModel(t *testing.T) {
@@ -57,28 +57,28 @@ func TestStoreModel(t *testing.T) {
 		h    []StoreOperation
 	}{
 		{"sequential", porcupine.Ok, []StoreOperation{
-			ld(0, 0, 1, absent, 5), ins(0, 2, 3, r1, OutcomeOK), ld(1, 4, 5, r1, 6),
-			cas(1, 6, 7, r2, 1, 5, OutcomeOK), cas(0, 8, 9, r2other, 1, 5, OutcomeConflict),
-			ld(0, 10, 11, r2, 7), del(0, 12, 13, scopeX, 1, 5, OutcomeConflict), del(1, 14, 15, scopeX, 2, 5, OutcomeOK),
-			del(1, 16, 17, scopeX, 2, 5, OutcomeConflict), ld(1, 18, 19, absent, 8),
+			ld(0, 0, 1, absent, 5), ins(0, 2, 3, r1, EndedOK), ld(1, 4, 5, r1, 6),
+			cas(1, 6, 7, r2, 1, 5, EndedOK), cas(0, 8, 9, r2other, 1, 5, EndedConflict),
+			ld(0, 10, 11, r2, 7), del(0, 12, 13, scopeX, 1, 5, EndedConflict), del(1, 14, 15, scopeX, 2, 5, EndedOK),
+			del(1, 16, 17, scopeX, 2, 5, EndedConflict), ld(1, 18, 19, absent, 8),
 		}},
 		{"concurrent inserts, one wins", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 10, r1, OutcomeConflict), ins(1, 1, 9, r1, OutcomeOK), ld(2, 11, 12, r1, 3),
+			ins(0, 0, 10, r1, EndedConflict), ins(1, 1, 9, r1, EndedOK), ld(2, 11, 12, r1, 3),
 		}},
 		{"both inserts win", porcupine.Illegal, []StoreOperation{
-			ins(0, 0, 10, r1, OutcomeOK), ins(1, 1, 9, r1, OutcomeOK),
+			ins(0, 0, 10, r1, EndedOK), ins(1, 1, 9, r1, EndedOK),
 		}},
 		{"a lost update: two CAS from one version", porcupine.Illegal, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 10, r2, 1, 5, OutcomeOK), cas(1, 3, 9, r2other, 1, 5, OutcomeOK),
+			ins(0, 0, 1, r1, EndedOK), cas(0, 2, 10, r2, 1, 5, EndedOK), cas(1, 3, 9, r2other, 1, 5, EndedOK),
 		}},
 		{"a conflict although the precondition held", porcupine.Illegal, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 3, r2, 1, 5, OutcomeConflict),
+			ins(0, 0, 1, r1, EndedOK), cas(0, 2, 3, r2, 1, 5, EndedConflict),
 		}},
 		{"a stale read after the write returned", porcupine.Illegal, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 3, r2, 1, 5, OutcomeOK), ld(1, 4, 5, r1, 9),
+			ins(0, 0, 1, r1, EndedOK), cas(0, 2, 3, r2, 1, 5, EndedOK), ld(1, 4, 5, r1, 9),
 		}},
 		{"a read concurrent with the write may see either", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 6, r2, 1, 5, OutcomeOK), ld(1, 3, 4, r1, 9), ld(2, 3, 5, r2, 10),
+			ins(0, 0, 1, r1, EndedOK), cas(0, 2, 6, r2, 1, 5, EndedOK), ld(1, 3, 4, r1, 9), ld(2, 3, 5, r2, 10),
 		}},
 		{"a token handed out twice", porcupine.Illegal, []StoreOperation{
 			ld(0, 0, 1, absent, 5), ld(1, 2, 3, absent, 5),
@@ -87,46 +87,46 @@ func TestStoreModel(t *testing.T) {
 			ld(0, 0, 1, absent, 5), ld(1, 2, 3, absent, 4),
 		}},
 		{"tokens survive a delete", porcupine.Illegal, []StoreOperation{
-			ld(0, 0, 1, absent, 5), ins(0, 2, 3, r1, OutcomeOK), del(0, 4, 5, scopeX, 1, 5, OutcomeOK), ld(0, 6, 7, absent, 2),
+			ld(0, 0, 1, absent, 5), ins(0, 2, 3, r1, EndedOK), del(0, 4, 5, scopeX, 1, 5, EndedOK), ld(0, 6, 7, absent, 2),
 		}},
 		{"a read of another scope's record", porcupine.Illegal, []StoreOperation{
-			ld(0, 0, 1, core.Record{Scope: scopeX}, 5), ins(0, 2, 3, r1, OutcomeOK),
-			{Client: 1, Call: 4, Return: 5, Kind: StoreLoad, Scope: scopeY, Record: r1, FreshToken: 6, Outcome: OutcomeOK},
+			ld(0, 0, 1, core.Record{Scope: scopeX}, 5), ins(0, 2, 3, r1, EndedOK),
+			{Client: 1, Call: 4, Return: 5, Kind: store.MethodLoad, Scope: scopeY, Record: r1, FreshToken: 6, Ended: EndedOK},
 		}},
 		{"an ambiguous insert that applied", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, r1, 6),
+			ins(0, 0, 1, r1, EndedIndeterminate), ld(1, 2, 3, r1, 6),
 		}},
 		{"an ambiguous insert that did not", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, absent, 6),
+			ins(0, 0, 1, r1, EndedIndeterminate), ld(1, 2, 3, absent, 6),
 		}},
 		{"an ambiguous insert that applied after its caller gave up", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, absent, 6), ld(1, 4, 5, r1, 7),
+			ins(0, 0, 1, r1, EndedIndeterminate), ld(1, 2, 3, absent, 6), ld(1, 4, 5, r1, 7),
 		}},
 		{"an ambiguous insert seen, then unseen", porcupine.Illegal, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeUnknown), ld(1, 2, 3, r1, 6), ld(1, 4, 5, absent, 7),
+			ins(0, 0, 1, r1, EndedIndeterminate), ld(1, 2, 3, r1, 6), ld(1, 4, 5, absent, 7),
 		}},
 		{"an ambiguous update whose precondition never held", porcupine.Illegal, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeOK), cas(0, 2, 3, r2, 9, 5, OutcomeUnknown), ld(1, 4, 5, r2, 7),
+			ins(0, 0, 1, r1, EndedOK), cas(0, 2, 3, r2, 9, 5, EndedIndeterminate), ld(1, 4, 5, r2, 7),
 		}},
 		{"an ambiguous delete that applied", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeOK), del(0, 2, 3, scopeX, 1, 5, OutcomeUnknown), ld(1, 4, 5, absent, 7),
-			ins(1, 6, 7, r1, OutcomeOK),
+			ins(0, 0, 1, r1, EndedOK), del(0, 2, 3, scopeX, 1, 5, EndedIndeterminate), ld(1, 4, 5, absent, 7),
+			ins(1, 6, 7, r1, EndedOK),
 		}},
 		{"failed calls constrain nothing", porcupine.Ok, []StoreOperation{
-			ins(0, 0, 1, r1, OutcomeFailed), {Client: 0, Call: 2, Return: 3, Kind: StoreLoad, Scope: scopeX, Outcome: OutcomeFailed},
+			ins(0, 0, 1, r1, EndedFailed), {Client: 0, Call: 2, Return: 3, Kind: store.MethodLoad, Scope: scopeX, Ended: EndedFailed},
 			ld(1, 4, 5, absent, 7),
 		}},
 		{"scopes are checked apart", porcupine.Ok, []StoreOperation{
 			ld(0, 0, 1, absent, 5), ld(1, 0, 1, core.Record{Scope: scopeY}, 5),
-			ins(0, 2, 3, r1, OutcomeOK), ins(1, 2, 3, recordAt(scopeY, core.StatusInProgress, 1, 5), OutcomeOK),
+			ins(0, 2, 3, r1, EndedOK), ins(1, 2, 3, recordAt(scopeY, core.StatusInProgress, 1, 5), EndedOK),
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := CheckStoreHistory(c.h, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
-			if r.Err != nil || r.Verdict != c.want {
+			if r.Err != nil || r.Check != c.want {
 				t.Fatalf("%v, want %v", r, c.want)
 			}
-			if r.Verdict == porcupine.Illegal && (r.Visualization == "" || len(r.Offending) == 0 || r.Explanation == "") {
+			if r.Check == porcupine.Illegal && (r.Visualization == "" || len(r.Offending) == 0 || r.Explanation == "") {
 				t.Fatalf("illegal without an offender, an explanation or a visualization: %v", r)
 			}
 		})
@@ -135,17 +135,20 @@ func TestStoreModel(t *testing.T) {
 
 func TestMalformedHistories(t *testing.T) {
 	r1 := recordAt(scopeX, core.StatusInProgress, 1, 5)
-	wrongScope := ins(0, 0, 1, r1, OutcomeOK)
+	wrongScope := ins(0, 0, 1, r1, EndedOK)
 	wrongScope.Scope = scopeY
 	for name, h := range map[string][]StoreOperation{
 		"scope":      {wrongScope},
-		"kind":       {{Kind: 9, Outcome: OutcomeOK}},
-		"outcome":    {{Kind: StoreLoad}},
+		"kind":       {{Kind: 9, Ended: EndedOK}},
+		"none":       {{Kind: store.MethodNone, Scope: scopeX, Ended: EndedOK}},
+		"due":        {{Kind: store.MethodDue, Scope: scopeX, Ended: EndedOK}},
+		"apply":      {{Kind: store.MethodApply, Scope: scopeX, Ended: EndedOK}},
+		"ending":     {{Kind: store.MethodLoad}},
 		"time":       {ld(0, 5, 4, core.Record{Scope: scopeX}, 1)},
 		"client":     {ld(-1, 0, 1, core.Record{Scope: scopeX}, 1)},
-		"conflicted": {{Kind: StoreLoad, Scope: scopeX, Outcome: OutcomeConflict}},
+		"conflicted": {{Kind: store.MethodLoad, Scope: scopeX, Ended: EndedConflict}},
 	} {
-		if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); r.Err == nil || r.Verdict != "" {
+		if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); r.Err == nil || r.Check != "" {
 			t.Errorf("%s: %v, want an error", name, r)
 		}
 	}
@@ -154,7 +157,7 @@ func TestMalformedHistories(t *testing.T) {
 	if r := CheckLifecycleHistory(nil, bad, CheckOptions{}); r.Err == nil {
 		t.Errorf("invalid policy: %v", r)
 	}
-	noNow := []LifecycleOperation{{Scope: scopeX, Event: core.Event{Kind: core.EventSweep}, Outcome: OutcomeOK}}
+	noNow := []LifecycleOperation{{Scope: scopeX, Event: core.Event{Kind: core.EventSweep}, Ended: EndedOK}}
 	if r := CheckLifecycleHistory(noNow, core.DefaultPolicy(), CheckOptions{}); r.Err == nil {
 		t.Errorf("an event without the store's time: %v", r)
 	}
@@ -167,7 +170,7 @@ func lifecycleRun(t *testing.T, p core.Policy, hide bool, evs ...core.Event) ([]
 	clk := fakeclock.New()
 	var s store.Store = memstore.New(memstore.Options{Clock: clk.Now})
 	if hide {
-		s = casOnly{s}
+		s = store.HideApplier(s)
 	}
 	rec := NewRecorder(s, nil)
 	var token core.Token
@@ -204,7 +207,7 @@ func TestLifecycleModel(t *testing.T) {
 	check := func(t *testing.T, h []LifecycleOperation, want porcupine.CheckResult) {
 		t.Helper()
 		r := CheckLifecycleHistory(h, p, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
-		if r.Err != nil || r.Verdict != want {
+		if r.Err != nil || r.Check != want {
 			t.Fatalf("%v, want %v", r, want)
 		}
 	}
@@ -261,7 +264,7 @@ func TestLifecycleAmbiguity(t *testing.T) {
 	h, _ := lifecycleRun(t, p, true, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
 	reserve, inFlight := h[0], h[1]
 	amb := reserve
-	amb.Outcome, amb.WriteKnown, amb.Before = OutcomeUnknown, true, 0
+	amb.Ended, amb.WriteKnown, amb.Before = EndedIndeterminate, true, 0
 	absentRec := core.Record{Scope: scopeX}
 	// A later reserve that found nothing and executed with a newer token.
 	later := reserve
@@ -281,15 +284,15 @@ func TestLifecycleAmbiguity(t *testing.T) {
 		{"not applied: a later reserve executes", porcupine.Ok, []LifecycleOperation{amb, later}},
 		{"seen, then unseen", porcupine.Illegal, []LifecycleOperation{amb, inFlight, shift(later, 10)}},
 		{"unknown without a known write: resynchronised", porcupine.Ok, []LifecycleOperation{
-			{Client: 0, Call: 0, Return: 1, Scope: scopeX, Event: core.Event{Kind: core.EventReserve, Fingerprint: fpA}, Outcome: OutcomeUnknown},
+			{Client: 0, Call: 0, Return: 1, Scope: scopeX, Event: core.Event{Kind: core.EventReserve, Fingerprint: fpA}, Ended: EndedIndeterminate},
 			shift(inFlight, 5)}},
 		{"failed: no effect", porcupine.Ok, []LifecycleOperation{
-			{Client: 0, Call: 0, Return: 1, Scope: scopeX, Event: core.Event{Kind: core.EventReserve}, Outcome: OutcomeFailed, Record: absentRec},
+			{Client: 0, Call: 0, Return: 1, Scope: scopeX, Event: core.Event{Kind: core.EventReserve}, Ended: EndedFailed, Record: absentRec},
 			reserve, inFlight}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := CheckLifecycleHistory(c.h, p, CheckOptions{Timeout: 10 * time.Second, VisualizationDir: t.TempDir()})
-			if r.Err != nil || r.Verdict != c.want {
+			if r.Err != nil || r.Check != c.want {
 				t.Fatalf("%v, want %v", r, c.want)
 			}
 		})
@@ -380,7 +383,7 @@ func TestAmbiguousCommitsAreLinearizable(t *testing.T) {
 		{"executor-compare-and-set", stressExecutor, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := &faulty{Store: casOnly{memstore.New(memstore.Options{})}, rng: rand.New(rand.NewPCG(cfg.seed, 1))}
+			f := &faulty{Store: store.HideApplier(memstore.New(memstore.Options{})), rng: rand.New(rand.NewPCG(cfg.seed, 1))}
 			var s store.Store = f
 			if c.applier {
 				f.Store = memstore.New(memstore.Options{})
@@ -393,12 +396,12 @@ func TestAmbiguousCommitsAreLinearizable(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, op := range out.store {
-					if op.Outcome == OutcomeUnknown {
+					if op.Ended == EndedIndeterminate {
 						unknown++
 					}
 				}
 				for _, op := range out.life {
-					if op.Outcome == OutcomeUnknown {
+					if op.Ended == EndedIndeterminate {
 						unknown++
 					}
 				}
@@ -440,10 +443,10 @@ func TestUnknownIsNotAPass(t *testing.T) {
 		return step(s, in, out)
 	}
 	r := check("store", slow, ops, CheckOptions{Timeout: 20 * time.Millisecond, VisualizationDir: t.TempDir()}, time.Now())
-	if r.Verdict != porcupine.Unknown || r.OK() {
+	if r.Check != porcupine.Unknown || r.OK() {
 		t.Fatalf("%v, want %v and not OK", r, porcupine.Unknown)
 	}
-	if len(r.Offending) != 1 || r.Offending[0].Verdict != porcupine.Unknown || !strings.Contains(r.String(), "Unknown") {
+	if len(r.Offending) != 1 || r.Offending[0].Check != porcupine.Unknown || !strings.Contains(r.String(), "Unknown") {
 		t.Fatalf("the undecided scope is not reported: %v", r)
 	}
 	t.Log(r)

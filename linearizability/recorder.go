@@ -10,9 +10,9 @@ import (
 	"github.com/idemkit/idem/store"
 )
 
-// Recorder wraps an store.Store and records the history of what its clients
+// Recorder wraps a store.Store and records the history of what its clients
 // do: every Load, Insert, CompareAndSet and Delete as a StoreOperation, and
-// every event applied through ApplyOver (or an executor) as a
+// every event applied through store.Apply (or an executor) as a
 // LifecycleOperation. Each client gets its own view (Client), so that the
 // visualization shows one row per client. It is safe for concurrent use.
 type Recorder struct {
@@ -38,11 +38,11 @@ func NewRecorder(s store.Store, now func() int64) *Recorder {
 	return r
 }
 
-// Client is the view of the store for client id (from 0). It is an
-// store.Store and an store.Applier: ApplyOver and executors over it record one
-// LifecycleOperation per event. When the recorded store is an Applier its
-// Apply is used; otherwise the view loads, steps and writes by the core's
-// contract (idem.Op) and records those store calls as well.
+// Client is the view of the store for client id (from 0). It is a
+// store.Store and always a store.Applier: store.Apply and executors over it
+// record one LifecycleOperation per event. When the recorded store is an
+// Applier its Apply is used; otherwise the view loads, steps and writes by
+// the core's contract (store.Op) and records those store calls as well.
 func (r *Recorder) Client(id int) *RecordingStore { return &RecordingStore{r: r, client: id} }
 
 // StoreHistory is a copy of the store operations recorded so far.
@@ -82,27 +82,27 @@ var (
 	_ store.Applier = (*RecordingStore)(nil)
 )
 
-// writeOutcome classifies a write's error: nil applied, ErrConflict did
+// writeEnding classifies a write's error: nil applied, ErrConflict did
 // not, anything else may have.
-func writeOutcome(err error) Outcome {
+func writeEnding(err error) Ending {
 	switch {
 	case err == nil:
-		return OutcomeOK
+		return EndedOK
 	case errors.Is(err, store.ErrConflict):
-		return OutcomeConflict
+		return EndedConflict
 	}
-	return OutcomeUnknown
+	return EndedIndeterminate
 }
 
 // Load implements store.Store.
 func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
-	op := StoreOperation{Client: c.client, Kind: StoreLoad, Scope: scope, Call: c.r.now()}
+	op := StoreOperation{Client: c.client, Kind: store.MethodLoad, Scope: scope, Call: c.r.now()}
 	snap, err := c.r.inner.Load(ctx, scope)
 	op.Return = c.r.now()
 	if err != nil {
-		op.Outcome = OutcomeFailed
+		op.Ended = EndedFailed
 	} else {
-		op.Outcome, op.Record, op.FreshToken = OutcomeOK, snap.Record, snap.FreshToken
+		op.Ended, op.Record, op.FreshToken = EndedOK, snap.Record, snap.FreshToken
 	}
 	c.r.addStore(op)
 	return snap, err
@@ -110,35 +110,35 @@ func (c *RecordingStore) Load(ctx context.Context, scope core.Scope) (store.Snap
 
 // Insert implements store.Store.
 func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
-	op := StoreOperation{Client: c.client, Kind: StoreInsert, Scope: rec.Scope, Record: *rec}
+	op := StoreOperation{Client: c.client, Kind: store.MethodInsert, Scope: rec.Scope, Record: *rec}
 	op.Record.Response = rec.Response.Clone()
 	op.Call = c.r.now()
 	err := c.r.inner.Insert(ctx, rec)
 	op.Return = c.r.now()
-	op.Outcome = writeOutcome(err)
+	op.Ended = writeEnding(err)
 	c.r.addStore(op)
 	return err
 }
 
 // CompareAndSet implements store.Store.
 func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {
-	op := StoreOperation{Client: c.client, Kind: StoreCompareAndSet, Scope: rec.Scope, Record: *rec, ExpectVersion: expectVersion, ExpectToken: expectToken}
+	op := StoreOperation{Client: c.client, Kind: store.MethodCompareAndSet, Scope: rec.Scope, Record: *rec, ExpectVersion: expectVersion, ExpectToken: expectToken}
 	op.Record.Response = rec.Response.Clone()
 	op.Call = c.r.now()
 	err := c.r.inner.CompareAndSet(ctx, rec, expectVersion, expectToken)
 	op.Return = c.r.now()
-	op.Outcome = writeOutcome(err)
+	op.Ended = writeEnding(err)
 	c.r.addStore(op)
 	return err
 }
 
 // Delete implements store.Store.
 func (c *RecordingStore) Delete(ctx context.Context, scope core.Scope, expectVersion uint64, expectToken core.Token) error {
-	op := StoreOperation{Client: c.client, Kind: StoreDelete, Scope: scope, ExpectVersion: expectVersion, ExpectToken: expectToken}
+	op := StoreOperation{Client: c.client, Kind: store.MethodDelete, Scope: scope, ExpectVersion: expectVersion, ExpectToken: expectToken}
 	op.Call = c.r.now()
 	err := c.r.inner.Delete(ctx, scope, expectVersion, expectToken)
 	op.Return = c.r.now()
-	op.Outcome = writeOutcome(err)
+	op.Ended = writeEnding(err)
 	c.r.addStore(op)
 	return err
 }
@@ -155,6 +155,15 @@ func (c *RecordingStore) Wait(ctx context.Context, scope core.Scope, version uin
 }
 
 // Apply implements store.Applier and records one LifecycleOperation.
+//
+// A RecordingStore is an Applier whatever it records, so it is not built
+// with store.Wrap (whose result is an Applier only when the inner store is):
+// store.Apply and executors must come through here for every event, or no
+// lifecycle operation would be recorded over a store without a fast path.
+// Over an Applier, the inner Apply runs as it is (its store calls are not
+// seen); otherwise the event goes through load-step-write (store.Op) over
+// this view, so that each store call is recorded as well. To check a store
+// with its fast path hidden, record store.HideApplier(s).
 func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, a *store.Applied) error {
 	op := LifecycleOperation{Client: c.client, Scope: scope, Event: ev}
 	op.Event.Response = ev.Response.Clone()
@@ -163,27 +172,39 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 	if c.r.applier != nil {
 		err = c.r.applier.Apply(ctx, scope, ev, p, a)
 		op.Return = c.r.now()
-		switch {
-		case err == nil:
-			op.Outcome = OutcomeOK
-			op.Event.Now = a.Now
-			if ev.Kind == core.EventReserve {
-				op.Event.Token = 0
-				if a.Result.Decision.Kind == core.DecisionExecute {
-					op.Event.Token = a.Result.Decision.Token
-				}
-			}
-			op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
-		case core.Refused(err): // bad input, or a record or token the driver should not have handed it: nothing was written
-			op.Outcome = OutcomeFailed // the core refused: nothing was written
-		default:
-			op.Outcome = OutcomeUnknown
-		}
-		c.r.addLife(op)
-		return err
+		endApply(&op, ev, a, err)
+	} else {
+		err = c.applyLoop(ctx, &op, ev, p, a)
 	}
+	c.r.addLife(op)
+	return err
+}
+
+// endApply fills op from how the inner store's Apply ended.
+func endApply(op *LifecycleOperation, ev core.Event, a *store.Applied, err error) {
+	switch {
+	case err == nil:
+		op.Ended = EndedOK
+		op.Event.Now = a.Now
+		if ev.Kind == core.EventReserve {
+			op.Event.Token = 0
+			if a.Result.Decision.Kind == core.DecisionExecute {
+				op.Event.Token = a.Result.Decision.Token
+			}
+		}
+		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
+	case core.Refused(err): // bad input, or a record or token the driver should not have handed it
+		op.Ended = EndedFailed // the core refused: nothing was written
+	default:
+		op.Ended = EndedIndeterminate
+	}
+}
+
+// applyLoop applies ev by load-step-write over c, recording each store call,
+// and fills op from how the loop ended.
+func (c *RecordingStore) applyLoop(ctx context.Context, op *LifecycleOperation, ev core.Event, p *core.Policy, a *store.Applied) error {
 	obs := &observer{RecordingStore: c}
-	o := store.NewOp(scope, ev, p)
+	o := store.NewOp(op.Scope, ev, p)
 	for !o.Done() {
 		o.Do(ctx, obs)
 	}
@@ -192,28 +213,27 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 	op.Return = c.r.now()
 	switch {
 	case err == nil:
-		op.Outcome = OutcomeOK
+		op.Ended = EndedOK
 		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
 	case obs.lastLoad || obs.lastErr == nil || errors.Is(obs.lastErr, store.ErrConflict):
 		// The last call was a load (it failed, or the core refused what it
 		// read), or every write lost its race: nothing was written.
-		op.Outcome = OutcomeFailed
+		op.Ended = EndedFailed
 	default:
-		op.Outcome = OutcomeUnknown
+		op.Ended = EndedIndeterminate
 		op.WriteKnown = true
 		op.Result, op.Record = a.Result, a.Record
 	}
-	if op.Outcome != OutcomeFailed {
+	if op.Ended != EndedFailed {
 		op.Event.Now = a.Now
 		if ev.Kind == core.EventReserve {
 			op.Event.Token = obs.fresh
 		}
 	}
-	c.r.addLife(op)
 	return err
 }
 
-// observer sees the store calls of one idem.Op: the fresh token of its last
+// observer sees the store calls of one store.Op: the fresh token of its last
 // load, and how its last call ended.
 type observer struct {
 	*RecordingStore

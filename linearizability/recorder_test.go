@@ -25,9 +25,9 @@ func (f *failAfter) CompareAndSet(ctx context.Context, rec *core.Record, v uint6
 	return err
 }
 
-func TestRecorderClassifiesOutcomes(t *testing.T) {
+func TestRecorderClassifiesEndings(t *testing.T) {
 	ctx := context.Background()
-	f := &failAfter{Store: casOnly{memstore.New(memstore.Options{})}}
+	f := &failAfter{Store: store.HideApplier(memstore.New(memstore.Options{}))}
 	var clock int64
 	rec := NewRecorder(f, func() int64 { clock += 10; return clock })
 	c := rec.Client(3)
@@ -47,17 +47,17 @@ func TestRecorderClassifiesOutcomes(t *testing.T) {
 	cancel()
 	_, _ = c.Load(cancelled, scopeX)
 	want := []struct {
-		kind StoreOpKind
-		o    Outcome
-	}{{StoreLoad, OutcomeOK}, {StoreInsert, OutcomeOK}, {StoreInsert, OutcomeConflict}, {StoreCompareAndSet, OutcomeUnknown},
-		{StoreDelete, OutcomeConflict}, {StoreLoad, OutcomeFailed}}
+		kind store.Method
+		o    Ending
+	}{{store.MethodLoad, EndedOK}, {store.MethodInsert, EndedOK}, {store.MethodInsert, EndedConflict}, {store.MethodCompareAndSet, EndedIndeterminate},
+		{store.MethodDelete, EndedConflict}, {store.MethodLoad, EndedFailed}}
 	h := rec.StoreHistory()
 	if len(h) != len(want) {
 		t.Fatalf("%d operations recorded, want %d", len(h), len(want))
 	}
 	for i, w := range want {
-		if h[i].Kind != w.kind || h[i].Outcome != w.o || h[i].Client != 3 || h[i].Return <= h[i].Call {
-			t.Errorf("operation %d: %v %v client %d [%d, %d], want %v %v", i, h[i].Kind, h[i].Outcome, h[i].Client, h[i].Call, h[i].Return, w.kind, w.o)
+		if h[i].Kind != w.kind || h[i].Ended != w.o || h[i].Client != 3 || h[i].Return <= h[i].Call {
+			t.Errorf("operation %d: %v %v client %d [%d, %d], want %v %v", i, h[i].Kind, h[i].Ended, h[i].Client, h[i].Call, h[i].Return, w.kind, w.o)
 		}
 	}
 	if r := CheckStoreHistory(h, CheckOptions{NoVisualization: true}); !r.OK() {
@@ -80,10 +80,10 @@ func TestRecorderClassifiesOutcomes(t *testing.T) {
 	if len(life) != 2 {
 		t.Fatalf("%d lifecycle operations", len(life))
 	}
-	if op := life[0]; op.Outcome != OutcomeOK || op.Event.Token != a.Result.Decision.Token || !op.Event.Now.Equal(a.Now) || op.Before != core.StatusAbsent {
+	if op := life[0]; op.Ended != EndedOK || op.Event.Token != a.Result.Decision.Token || !op.Event.Now.Equal(a.Now) || op.Before != core.StatusAbsent {
 		t.Errorf("reserve recorded as %+v", op)
 	}
-	if op := life[1]; op.Outcome != OutcomeUnknown || !op.WriteKnown || op.Result.Write.Kind != core.WriteUpdate || op.Record.Version != 2 {
+	if op := life[1]; op.Ended != EndedIndeterminate || !op.WriteKnown || op.Result.Write.Kind != core.WriteUpdate || op.Record.Version != 2 {
 		t.Errorf("ambiguous heartbeat recorded as %+v", op)
 	}
 	if r := CheckLifecycleHistory(life, p, CheckOptions{NoVisualization: true}); !r.OK() {

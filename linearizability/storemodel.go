@@ -7,6 +7,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // ModelOptions tune what the models compare.
@@ -38,7 +39,7 @@ type storeOp struct {
 	absentOK bool   // Load: op.Record is the absent record of op.Scope
 }
 
-// StoreModel is the sequential specification of an store.Store, one scope per
+// StoreModel is the sequential specification of a store.Store, one scope per
 // partition (so that histories of many scopes check fast):
 //
 //   - Load (ok) reads exactly the stored record, or the absent record of its
@@ -47,7 +48,7 @@ type storeOp struct {
 //   - Insert succeeds if and only if the scope has no record;
 //   - CompareAndSet and Delete succeed if and only if the stored record has
 //     the expected version and token;
-//   - a write with OutcomeUnknown applies if its precondition holds at the
+//   - a write with EndedIndeterminate applies if its precondition holds at the
 //     instant it is linearized, and porcupine may linearize it at any point
 //     after its call (its return is Pending), the end included, where it is
 //     as good as never applied;
@@ -78,8 +79,8 @@ func storeStep(state, input, _ any) (bool, any) {
 	s := state.(storeState)
 	o := input.(*storeOp)
 	op := o.op
-	if op.Kind == StoreLoad {
-		if op.Outcome != OutcomeOK {
+	if op.Kind == store.MethodLoad {
+		if op.Ended != EndedOK {
 			return true, s // a failed load has no effect that anyone can observe
 		}
 		if op.FreshToken <= s.hwm {
@@ -97,26 +98,26 @@ func storeStep(state, input, _ any) (bool, any) {
 	}
 	var holds bool
 	switch op.Kind {
-	case StoreInsert:
+	case store.MethodInsert:
 		holds = !s.present
 	default:
 		holds = s.present && s.version == op.ExpectVersion && s.token == op.ExpectToken
 	}
-	switch op.Outcome {
-	case OutcomeOK:
+	switch op.Ended {
+	case EndedOK:
 		if !holds {
 			return false, s
 		}
-	case OutcomeConflict:
+	case EndedConflict:
 		return !holds, s
-	case OutcomeUnknown:
+	case EndedIndeterminate:
 		if !holds {
 			return true, s
 		}
-	default: // OutcomeFailed
+	default: // EndedFailed
 		return true, s
 	}
-	if op.Kind == StoreDelete {
+	if op.Kind == store.MethodDelete {
 		return true, storeState{hwm: s.hwm}
 	}
 	return true, storeState{present: true, version: op.Record.Version, token: op.Record.Token, digest: o.digest, hwm: s.hwm, rec: &op.Record}
@@ -125,24 +126,24 @@ func storeStep(state, input, _ any) (bool, any) {
 func describeStoreOp(o *storeOp) string {
 	op := o.op
 	switch op.Kind {
-	case StoreLoad:
-		if op.Outcome != OutcomeOK {
-			return "load → " + op.Outcome.String()
+	case store.MethodLoad:
+		if op.Ended != EndedOK {
+			return "load → " + op.Ended.String()
 		}
 		return fmt.Sprintf("load → %s #%04x, fresh t%d", short(&op.Record), o.digest&0xffff, op.FreshToken)
-	case StoreInsert:
-		return fmt.Sprintf("insert(%s #%04x) → %s", short(&op.Record), o.digest&0xffff, outcomeWord(op.Outcome))
-	case StoreCompareAndSet:
-		return fmt.Sprintf("cas(if v%d t%d: %s #%04x) → %s", op.ExpectVersion, op.ExpectToken, short(&op.Record), o.digest&0xffff, outcomeWord(op.Outcome))
-	case StoreDelete:
-		return fmt.Sprintf("delete(if v%d t%d) → %s", op.ExpectVersion, op.ExpectToken, outcomeWord(op.Outcome))
+	case store.MethodInsert:
+		return fmt.Sprintf("insert(%s #%04x) → %s", short(&op.Record), o.digest&0xffff, endingWord(op.Ended))
+	case store.MethodCompareAndSet:
+		return fmt.Sprintf("cas(if v%d t%d: %s #%04x) → %s", op.ExpectVersion, op.ExpectToken, short(&op.Record), o.digest&0xffff, endingWord(op.Ended))
+	case store.MethodDelete:
+		return fmt.Sprintf("delete(if v%d t%d) → %s", op.ExpectVersion, op.ExpectToken, endingWord(op.Ended))
 	}
 	return op.Kind.String()
 }
 
-func outcomeWord(o Outcome) string {
-	if o == OutcomeUnknown {
-		return "unknown (may apply at any later instant, or never)"
+func endingWord(o Ending) string {
+	if o == EndedIndeterminate {
+		return "indeterminate (may apply at any later instant, or never)"
 	}
 	return o.String()
 }

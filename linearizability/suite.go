@@ -96,7 +96,7 @@ func WithRealLease(d time.Duration) Option { return func(c *config) { c.realLeas
 // directory under os.TempDir() by default; the path is logged).
 func WithVisualizationDir(dir string) Option { return func(c *config) { c.visualDir = dir } }
 
-// RunStoreSuite is the conformance suite of an store.Store driver. newStore
+// RunStoreSuite is the conformance suite of a store.Store driver. newStore
 // is called once per sub-test and must return an empty store: the Due tests
 // list every due record. (Every history uses fresh random keys and deletes
 // the records it made, so the stress tests share one store across their
@@ -119,7 +119,7 @@ func WithVisualizationDir(dir string) Option { return func(c *config) { c.visual
 //     succeed, fail, err or outlive their lease, beside a sweeper and a
 //     reconciler, checked as above, plus at-most-once and replay fidelity.
 //
-// When the store is an store.Applier, the lifecycle and executor stresses run
+// When the store is a store.Applier, the lifecycle and executor stresses run
 // twice: through Apply, and with Apply hidden (load, step, compare-and-set).
 // A history that is not linearizable, or that porcupine cannot decide within
 // the budget, fails the test with the seed and the path of an HTML
@@ -183,18 +183,11 @@ func variantStore(t *testing.T, newStore func(*testing.T) store.Store, hide bool
 		return s, true
 	}
 	if _, ok := s.(store.Applier); !ok {
-		t.Log("the store is not an store.Applier: the variant without Apply is the one above")
+		t.Log("the store is not a store.Applier: the variant without Apply is the one above")
 		return nil, false
 	}
-	return HideApplier(s), true
+	return store.HideApplier(s), true
 }
-
-// HideApplier returns s without its Apply method, if it has one, so that
-// idem.ApplyInto and an Executor over it go through Load and compare-and-set:
-// the path of every driver, which a driver with a fast path must pass too.
-func HideApplier(s store.Store) store.Store { return casOnly{s} }
-
-type casOnly struct{ store.Store }
 
 func randomSeed() uint64 {
 	var b [8]byte
@@ -206,18 +199,6 @@ func randomSeed() uint64 {
 
 // stressFunc runs one history on s and returns what to check.
 type stressFunc func(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error)
-
-// historySpec is what one history is told.
-type historySpec struct {
-	cfg     *config
-	seed    uint64
-	index   int
-	windows int
-	quick   bool               // no pauses for leases to run out (benchmark histories)
-	tune    func(*core.Policy) // changes the drawn policy (this package's tests)
-	scopes  []core.Scope
-	visible map[core.Scope]bool
-}
 
 // historyOut is what one history recorded, with the policy of its events.
 type historyOut struct {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
-	"github.com/idemkit/idem/linearizability"
 	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
@@ -256,7 +255,7 @@ func BenchmarkReserveComplete(b *testing.B) {
 		rounds(b, c.keys, fresh, func(s store.Store, _ int64, k string, a *store.Applied) { c.memstore(b, s, k, a, false) })
 	})
 	b.Run("memstore-cas", func(b *testing.B) {
-		fresh := func() store.Store { return linearizability.HideApplier(memstore.New(memstore.Options{})) }
+		fresh := func() store.Store { return store.HideApplier(memstore.New(memstore.Options{})) }
 		rounds(b, c.keys, fresh, func(s store.Store, _ int64, k string, a *store.Applied) { c.memstore(b, s, k, a, false) })
 	})
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
-	"github.com/idemkit/idem/linearizability"
 	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
@@ -31,7 +30,7 @@ func response(i int) idem.Response {
 // stores runs f over the memory store with and without its fast path.
 func stores(t *testing.T, o memstore.Options, f func(t *testing.T, s store.Store, m *memstore.Store)) {
 	t.Run("apply", func(t *testing.T) { m := memstore.New(o); f(t, m, m) })
-	t.Run("compare-and-set", func(t *testing.T) { m := memstore.New(o); f(t, linearizability.HideApplier(m), m) })
+	t.Run("compare-and-set", func(t *testing.T) { m := memstore.New(o); f(t, store.HideApplier(m), m) })
 }
 
 func TestRacingRequestsExecuteOnce(t *testing.T) {
