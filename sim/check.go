@@ -174,7 +174,7 @@ func (c *checker) linearizable(h []linearizability.StoreOperation, life []linear
 		return
 	}
 	scope := int32(-1)
-	detail := fmt.Sprintf("the store's history of %d operations is %v", res.Operations, res.Verdict)
+	detail := fmt.Sprintf("the store's history of %d operations is %v", res.Operations, res.Check)
 	if res.Err != nil {
 		detail += ": " + res.Err.Error()
 	}

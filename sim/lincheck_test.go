@@ -5,6 +5,7 @@ import (
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/linearizability"
+	"github.com/idemkit/idem/store"
 )
 
 // TestLinCheck: with -lincheck the run's store history is checked and
@@ -44,7 +45,7 @@ func TestLinCheckCatchesABrokenStore(t *testing.T) {
 	planted := false
 	for i := range w.lin {
 		op := &w.lin[i]
-		if op.Kind == linearizability.StoreLoad && op.Outcome == linearizability.OutcomeOK && op.Record.Exists() {
+		if op.Kind == store.MethodLoad && op.Ended == linearizability.EndedOK && op.Record.Exists() {
 			op.Record.Version += 7
 			planted = true
 			break
@@ -76,7 +77,7 @@ func TestLinCheckCatchesABrokenApply(t *testing.T) {
 	planted := false
 	for i := range w.linLife {
 		op := &w.linLife[i]
-		if op.Outcome == linearizability.OutcomeOK && op.Result.Decision.Kind == core.DecisionCompleted {
+		if op.Ended == linearizability.EndedOK && op.Result.Decision.Kind == core.DecisionCompleted {
 			op.Record.Response.StatusCode++
 			planted = true
 			break

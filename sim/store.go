@@ -61,12 +61,12 @@ func (s *faultyStore) failBefore() bool { return s.w.fault(FaultStoreErrorBefore
 func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	w := c.s.w
 	if c.s.failBefore() {
-		w.history(c.meta, linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Outcome: linearizability.OutcomeFailed})
+		w.history(c.meta, linearizability.StoreOperation{Kind: store.MethodLoad, Scope: scope, Ended: linearizability.EndedFailed})
 		return store.Snapshot{}, errStoreDown
 	}
 	snap, err := c.s.inner.Load(ctx, scope)
 	if err == nil {
-		w.history(c.meta, linearizability.StoreOperation{Kind: linearizability.StoreLoad, Scope: scope, Record: snap.Record, FreshToken: snap.FreshToken, Outcome: linearizability.OutcomeOK})
+		w.history(c.meta, linearizability.StoreOperation{Kind: store.MethodLoad, Scope: scope, Record: snap.Record, FreshToken: snap.FreshToken, Ended: linearizability.EndedOK})
 	}
 	return snap, err
 }
@@ -77,7 +77,7 @@ func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot
 func (c callerStore) write(ctx context.Context, kind core.WriteKind, rec *core.Record, v uint64, t core.Token) error {
 	s, w := c.s, c.s.w
 	if s.failBefore() {
-		c.record(kind, rec, v, t, linearizability.OutcomeFailed)
+		c.record(kind, rec, v, t, linearizability.EndedFailed)
 		return errStoreDown
 	}
 	var err error
@@ -90,33 +90,33 @@ func (c callerStore) write(ctx context.Context, kind core.WriteKind, rec *core.R
 		err = s.inner.Delete(ctx, rec.Scope, v, t)
 	}
 	if err != nil {
-		c.record(kind, rec, v, t, linearizability.OutcomeConflict)
+		c.record(kind, rec, v, t, linearizability.EndedConflict)
 		return err
 	}
 	w.applied(c.meta, rec, kind, t)
 	if w.fault(FaultStoreErrorAfter, w.rng.store) {
 		w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatFaultAfter, Token: rec.Token})
-		c.record(kind, rec, v, t, linearizability.OutcomeUnknown) // the caller cannot tell it applied
+		c.record(kind, rec, v, t, linearizability.EndedIndeterminate) // the caller cannot tell it applied
 		return errStoreDown
 	}
-	c.record(kind, rec, v, t, linearizability.OutcomeOK)
+	c.record(kind, rec, v, t, linearizability.EndedOK)
 	return nil
 }
 
 // record adds a write to the history, for -lincheck only: the operation is
 // large, and most runs do not check it.
-func (c callerStore) record(kind core.WriteKind, rec *core.Record, v uint64, t core.Token, outcome linearizability.Outcome) {
+func (c callerStore) record(kind core.WriteKind, rec *core.Record, v uint64, t core.Token, ended linearizability.Ending) {
 	if !c.s.w.cfg.LinCheck {
 		return
 	}
-	op := linearizability.StoreOperation{Scope: rec.Scope, ExpectVersion: v, ExpectToken: t, Outcome: outcome}
+	op := linearizability.StoreOperation{Scope: rec.Scope, ExpectVersion: v, ExpectToken: t, Ended: ended}
 	switch kind {
 	case core.WriteInsert:
-		op.Kind, op.Record, op.ExpectVersion, op.ExpectToken = linearizability.StoreInsert, *rec, 0, 0
+		op.Kind, op.Record, op.ExpectVersion, op.ExpectToken = store.MethodInsert, *rec, 0, 0
 	case core.WriteUpdate:
-		op.Kind, op.Record = linearizability.StoreCompareAndSet, *rec
+		op.Kind, op.Record = store.MethodCompareAndSet, *rec
 	case core.WriteDelete:
-		op.Kind = linearizability.StoreDelete
+		op.Kind = store.MethodDelete
 	}
 	c.s.w.history(c.meta, op)
 }
@@ -153,16 +153,16 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 		s, w := c.s, c.s.w
 		op := linearizability.LifecycleOperation{Scope: scope, Event: ev}
 		if s.failBefore() {
-			op.Outcome = linearizability.OutcomeFailed
+			op.Ended = linearizability.EndedFailed
 			w.lifeHistory(c.meta, op)
 			return errStoreDown
 		}
 		if err := next(ctx, scope, ev, p, out); err != nil {
-			op.Outcome = linearizability.OutcomeFailed // the core refused: nothing was written
+			op.Ended = linearizability.EndedFailed // the core refused: nothing was written
 			w.lifeHistory(c.meta, op)
 			return err
 		}
-		op.Outcome = linearizability.OutcomeOK
+		op.Ended = linearizability.EndedOK
 		op.Event.Now = out.Now
 		if ev.Kind == core.EventReserve {
 			op.Event.Token = 0
@@ -175,7 +175,7 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			w.applied(c.meta, &out.Record, out.Result.Write.Kind, out.Result.Write.ExpectToken)
 			if w.fault(FaultStoreErrorAfter, w.rng.store) {
 				w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatFaultAfter, Token: out.Record.Token})
-				op.Outcome, op.WriteKnown = linearizability.OutcomeUnknown, true
+				op.Ended, op.WriteKnown = linearizability.EndedIndeterminate, true
 				w.lifeHistory(c.meta, op)
 				return errStoreDown
 			}
@@ -204,7 +204,7 @@ func (w *world) history(m *opMeta, op linearizability.StoreOperation) {
 	}
 	op.Client = w.client(m)
 	op.Call, op.Return = w.now, max(m.returnAt, w.now)
-	if op.Kind == linearizability.StoreInsert || op.Kind == linearizability.StoreCompareAndSet {
+	if op.Kind == store.MethodInsert || op.Kind == store.MethodCompareAndSet {
 		op.Record.Response = op.Record.Response.Clone()
 	}
 	w.lin = append(w.lin, op)
