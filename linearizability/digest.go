@@ -141,3 +141,10 @@ func clock(t time.Time) string {
 	}
 	return t.UTC().Format("15:04:05.000000000")
 }
+
+// SameRecord reports whether a and b are the same record at the options'
+// time resolution, as the models compare them: for a driver's tests that
+// read back what they wrote.
+func (o ModelOptions) SameRecord(a, b *core.Record) bool {
+	return digester{res: o.TimeResolution}.equal(a, b)
+}

@@ -62,41 +62,16 @@
 //
 // # The conformance suite
 //
-// A driver's tests call RunStoreSuite with a factory of stores:
-//
-//	func TestConformance(t *testing.T) {
-//		linearizability.RunStoreSuite(t, func(t *testing.T) store.Store {
-//			s := pgstore.New(testPool(t)) // empty, or holding none of the suite's scopes
-//			t.Cleanup(func() { s.Close() })
-//			return s
-//		},
-//			linearizability.WithTimeResolution(time.Microsecond), // timestamptz
-//			linearizability.WithOperations(200),                  // a slower store: smaller histories
-//			linearizability.WithHistories(10),
-//		)
-//	}
-//
-// It runs functional contract tests of every Store method (with
-// WithControlledClock, the lease, TTL and Due tests run on a clock the suite
-// moves; otherwise on the store's own clock with short leases and real
-// sleeps), then stress tests: goroutines on a few scopes through the raw
-// Store, through store.Apply, and through Executor.Do beside a sweeper and
-// a reconciler, each history recorded with a monotonic clock and checked by
-// porcupine within a time budget. An Applier store is stressed both through
-// Apply and through load-step-write. A history that is Illegal, or Unknown
-// (the budget ran out), fails the test: the log has the seed
-// (IDEM_LIN_SEED=seed repeats the random choices), the offending scopes, a
-// text explanation, and the path of an HTML visualization.
-// IDEM_LIN_HISTORIES=n runs n histories per stress test (the long run).
-//
-// The suite never imports a driver; store/mem runs it from this package's
-// tests.
+// The driver conformance suite, RunStoreSuite, lives in package
+// store/storetest, beside the driver contract: it builds histories with a
+// Recorder and checks them here. This package links no test framework, so
+// that the simulator's command can use it.
 //
 // # Reading the visualization
 //
 // Open the HTML file in a browser. Each row is a client (a goroutine; the
 // sweeper and the reconciler have their own), each bar an operation from
-// its call to its return, labelled by DescribeOperation: for example
+// its call to its return, labelled with the operation: for example
 // "cas(if v3 t17: completed v4 t17 fp=… resp=201/19B #1a2b) → ok" or
 // "reserve fp=… fresh=t21 @12:00:00.000000123 → execute token=21, insert ⇒
 // in_progress v1 t21" (#1a2b is a digest of the whole record). An ambiguous

@@ -1,7 +1,6 @@
 package linearizability
 
 import (
-	"context"
 	"fmt"
 	"math"
 
@@ -111,12 +110,4 @@ type LifecycleOperation struct {
 	// (EndedOK), or the record the ambiguous write carried (WriteKnown).
 	Record     core.Record
 	WriteKnown bool
-}
-
-// applyOver is store.Apply with an Applied of its own, for tests and
-// stress runs that keep what each event did.
-func applyOver(ctx context.Context, s store.Store, p *core.Policy, scope core.Scope, ev core.Event) (store.Applied, error) {
-	var a store.Applied
-	err := store.Apply(ctx, s, scope, ev, p, &a)
-	return a, err
 }

@@ -82,9 +82,9 @@ var (
 	_ store.Applier = (*RecordingStore)(nil)
 )
 
-// writeEnding classifies a write's error: nil applied, ErrConflict did
+// EndingOf classifies a write's error: nil applied, ErrConflict did
 // not, anything else may have.
-func writeEnding(err error) Ending {
+func EndingOf(err error) Ending {
 	switch {
 	case err == nil:
 		return EndedOK
@@ -115,7 +115,7 @@ func (c *RecordingStore) Insert(ctx context.Context, rec *core.Record) error {
 	op.Call = c.r.now()
 	err := c.r.inner.Insert(ctx, rec)
 	op.Return = c.r.now()
-	op.Ended = writeEnding(err)
+	op.Ended = EndingOf(err)
 	c.r.addStore(op)
 	return err
 }
@@ -127,7 +127,7 @@ func (c *RecordingStore) CompareAndSet(ctx context.Context, rec *core.Record, ex
 	op.Call = c.r.now()
 	err := c.r.inner.CompareAndSet(ctx, rec, expectVersion, expectToken)
 	op.Return = c.r.now()
-	op.Ended = writeEnding(err)
+	op.Ended = EndingOf(err)
 	c.r.addStore(op)
 	return err
 }
@@ -138,7 +138,7 @@ func (c *RecordingStore) Delete(ctx context.Context, scope core.Scope, expectVer
 	op.Call = c.r.now()
 	err := c.r.inner.Delete(ctx, scope, expectVersion, expectToken)
 	op.Return = c.r.now()
-	op.Ended = writeEnding(err)
+	op.Ended = EndingOf(err)
 	c.r.addStore(op)
 	return err
 }

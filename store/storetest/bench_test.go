@@ -1,10 +1,12 @@
-package linearizability
+package storetest
 
 import (
 	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/linearizability"
 
 	"github.com/anishathalye/porcupine"
 	memstore "github.com/idemkit/idem/store/mem"
@@ -46,9 +48,9 @@ func benchHistories(b *testing.B) [2]*historyOut {
 // 10,000 scopes (goal: under 2 s per check).
 func BenchmarkCheckStoreHistory(b *testing.B) {
 	h := benchHistories(b)[0].store
-	var r Report
+	var r linearizability.Report
 	for b.Loop() {
-		r = CheckStoreHistory(h, CheckOptions{Timeout: time.Minute})
+		r = linearizability.CheckStoreHistory(h, linearizability.CheckOptions{Timeout: time.Minute})
 		if r.Check != porcupine.Ok {
 			b.Fatal(r)
 		}
@@ -61,9 +63,9 @@ func BenchmarkCheckStoreHistory(b *testing.B) {
 // over 10,000 scopes, each event replayed through core.Step.
 func BenchmarkCheckLifecycleHistory(b *testing.B) {
 	out := benchHistories(b)[1]
-	var r Report
+	var r linearizability.Report
 	for b.Loop() {
-		r = CheckLifecycleHistory(out.life, out.policy, CheckOptions{Timeout: time.Minute})
+		r = linearizability.CheckLifecycleHistory(out.life, out.policy, linearizability.CheckOptions{Timeout: time.Minute})
 		if r.Check != porcupine.Ok {
 			b.Fatal(r)
 		}

@@ -1,4 +1,4 @@
-package linearizability
+package storetest
 
 import (
 	"math/rand/v2"

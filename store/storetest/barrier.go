@@ -1,4 +1,4 @@
-package linearizability
+package storetest
 
 import "sync"
 

@@ -1,9 +1,11 @@
-package linearizability
+package storetest
 
 import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/idemkit/idem/linearizability"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
@@ -15,7 +17,7 @@ import (
 // compare-and-set and delete with a wrong precondition, deletes of a
 // deleted record.
 func stressStore(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error) {
-	rec := NewRecorder(s, nil)
+	rec := linearizability.NewRecorder(s, nil)
 	var seen counter
 	goAll(h.cfg.goroutines, func(g int, round func()) {
 		storeWorker(ctx, rec.Client(g), h, g, h.opsOf(g, h.cfg.operations), &seen, round)
@@ -52,7 +54,7 @@ func storeWorker(ctx context.Context, c store.Store, h *historySpec, g, ops int,
 		if write {
 			maybeYield(rng)
 			err := doWrite(cctx, c, w, &next, sc)
-			seen.add(w.Kind.String() + " " + writeEnding(err).String())
+			seen.add(w.Kind.String() + " " + linearizability.EndingOf(err).String())
 			if err != nil {
 				delete(views, sc)
 			} else {

@@ -1,4 +1,4 @@
-package linearizability
+package storetest
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/linearizability"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
@@ -111,10 +113,10 @@ func WithVisualizationDir(dir string) Option { return func(c *config) { c.visual
 //     an Applier's agreement with the load-step-write loop);
 //   - stress/store: goroutines calling Load, Insert, CompareAndSet and
 //     Delete on a few scopes, with some context deadlines, the history
-//     checked against StoreModel;
+//     checked against linearizability.StoreModel;
 //   - stress/lifecycle: goroutines applying random events through
-//     store.Apply, checked against LifecycleModel (and, when the store
-//     goes through load-step-write, its store calls against StoreModel);
+//     store.Apply, checked against linearizability.LifecycleModel (and, when the store
+//     goes through load-step-write, its store calls against linearizability.StoreModel);
 //   - stress/executor: goroutines calling Executor.Do with actions that
 //     succeed, fail, err or outlive their lease, beside a sweeper and a
 //     reconciler, checked as above, plus at-most-once and replay fidelity.
@@ -202,8 +204,8 @@ type stressFunc func(ctx context.Context, s store.Store, h *historySpec) (*histo
 
 // historyOut is what one history recorded, with the policy of its events.
 type historyOut struct {
-	store     []StoreOperation
-	life      []LifecycleOperation
+	store     []linearizability.StoreOperation
+	life      []linearizability.LifecycleOperation
 	policy    core.Policy
 	problems  []string // invariant violations found beside the histories
 	summaries []string // what happened, for the log of the first history
@@ -224,14 +226,14 @@ func runHistories(t *testing.T, cfg *config, s store.Store, name string, windows
 			t.Errorf("seed %d history %d: %s", cfg.seed, h, p)
 			failed = true
 		}
-		opts := CheckOptions{
-			ModelOptions:     ModelOptions{TimeResolution: cfg.resolution},
+		opts := linearizability.CheckOptions{
+			ModelOptions:     linearizability.ModelOptions{TimeResolution: cfg.resolution},
 			Timeout:          cfg.checkTimeout,
 			VisualizationDir: cfg.visualDir,
 			Name:             name + "-seed" + strconv.FormatUint(cfg.seed, 10) + "-h" + strconv.Itoa(h),
 		}
 		if len(out.store) > 0 {
-			r := CheckStoreHistory(out.store, opts)
+			r := linearizability.CheckStoreHistory(out.store, opts)
 			totals[0] += r.Operations
 			if !r.OK() {
 				t.Errorf("seed %d history %d: store history: %v", cfg.seed, h, r)
@@ -239,7 +241,7 @@ func runHistories(t *testing.T, cfg *config, s store.Store, name string, windows
 			}
 		}
 		if len(out.life) > 0 {
-			r := CheckLifecycleHistory(out.life, out.policy, opts)
+			r := linearizability.CheckLifecycleHistory(out.life, out.policy, opts)
 			totals[1] += r.Operations
 			if !r.OK() {
 				t.Errorf("seed %d history %d: lifecycle history: %v", cfg.seed, h, r)

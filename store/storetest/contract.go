@@ -1,4 +1,4 @@
-package linearizability
+package storetest
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/idem/linearizability"
+
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/fakeclock"
 	"github.com/idemkit/idem/store"
@@ -18,11 +20,11 @@ import (
 type contract struct {
 	cfg      *config
 	newStore func(*testing.T) store.Store
-	d        digester
+	d        linearizability.ModelOptions
 }
 
 func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *config) {
-	c := &contract{cfg: cfg, newStore: newStore, d: digester{res: cfg.resolution}}
+	c := &contract{cfg: cfg, newStore: newStore, d: linearizability.ModelOptions{TimeResolution: cfg.resolution}}
 	t.Run("load-absent", c.loadAbsent)
 	t.Run("fresh-tokens", c.freshTokens)
 	t.Run("insert-load", c.insertLoad)
@@ -84,7 +86,7 @@ func load(t *testing.T, s store.Store, sc core.Scope) store.Snapshot {
 func (c *contract) same(t *testing.T, s store.Store, want core.Record) {
 	t.Helper()
 	got := load(t, s, want.Scope).Record
-	if !c.d.equal(&got, &want) {
+	if !c.d.SameRecord(&got, &want) {
 		t.Fatalf("stored record differs:\n got  %s\n want %s", got.Describe(), want.Describe())
 	}
 }
@@ -591,7 +593,7 @@ func (c *contract) applier(t *testing.T) {
 		if !errors.Is(err, core.ErrResponseInvalid) {
 			t.Fatalf("invalid response through %s: %v, want core.ErrResponseInvalid", pa.name, err)
 		}
-		if after := load(t, pa.store, pa.scope).Record; !c.d.equal(&before, &after) {
+		if after := load(t, pa.store, pa.scope).Record; !c.d.SameRecord(&before, &after) {
 			t.Fatalf("a refused event changed the record through %s:\n was %s\n now %s", pa.name, before.Describe(), after.Describe())
 		}
 	}
@@ -653,7 +655,7 @@ func (c *contract) stepThrough(t *testing.T, p *core.Policy, i int, st applierSt
 		pa.token = a.Result.Decision.Token
 	}
 	stored := load(t, pa.store, pa.scope).Record
-	if !c.d.equal(&stored, &a.Record) {
+	if !c.d.SameRecord(&stored, &a.Record) {
 		t.Fatalf("step %d (%v) through %s: Applied.Record is not what the store holds:\n applied %s\n stored  %s", i, ev.Kind, pa.name, a.Record.Describe(), stored.Describe())
 	}
 	return a

@@ -1,4 +1,4 @@
-package linearizability
+package storetest
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/idemkit/idem/linearizability"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -20,7 +22,7 @@ import (
 // the downstream. Besides linearizability it checks at most one side effect
 // per scope and byte-identical replays.
 func stressExecutor(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error) {
-	run := &executorRun{ctx: ctx, h: h, rec: NewRecorder(s, nil), p: executorPolicy(h.rng(1 << 15)), down: newDownstream()}
+	run := &executorRun{ctx: ctx, h: h, rec: linearizability.NewRecorder(s, nil), p: executorPolicy(h.rng(1 << 15)), down: newDownstream()}
 	stop := run.background(h.cfg.goroutines)
 	goAll(h.cfg.goroutines, run.client)
 	stop()
@@ -52,7 +54,7 @@ func executorPolicy(rng *rand.Rand) core.Policy {
 type executorRun struct {
 	ctx  context.Context
 	h    *historySpec
-	rec  *Recorder
+	rec  *linearizability.Recorder
 	p    core.Policy
 	down *downstream
 

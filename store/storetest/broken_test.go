@@ -1,4 +1,4 @@
-package linearizability
+package storetest
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/linearizability"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/idemkit/idem/core"
@@ -168,7 +170,7 @@ func (s *toyStore) Wait(ctx context.Context, scope core.Scope, version uint64, t
 
 // hunt records and checks store histories of s, as the suite's stress/store
 // does, until one is not Ok or histories have passed.
-func hunt(t *testing.T, s store.Store, histories int, dir string) (Report, int) {
+func hunt(t *testing.T, s store.Store, histories int, dir string) (linearizability.Report, int) {
 	t.Helper()
 	cfg := defaults()
 	cfg.seed = randomSeed()
@@ -179,12 +181,12 @@ func hunt(t *testing.T, s store.Store, histories int, dir string) (Report, int) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := CheckStoreHistory(out.store, CheckOptions{Timeout: cfg.checkTimeout, VisualizationDir: dir, Name: t.Name()})
+		r := linearizability.CheckStoreHistory(out.store, linearizability.CheckOptions{Timeout: cfg.checkTimeout, VisualizationDir: dir, Name: t.Name()})
 		if !r.OK() {
 			return r, h
 		}
 	}
-	return Report{Check: porcupine.Ok}, histories
+	return linearizability.Report{Check: porcupine.Ok}, histories
 }
 
 func TestToyStoreIsLinearizable(t *testing.T) {
@@ -251,7 +253,7 @@ func TestLifecycleModelCatchesBrokenDrivers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := CheckLifecycleHistory(out.life, out.policy, CheckOptions{Timeout: cfg.checkTimeout, VisualizationDir: t.TempDir()})
+				r := linearizability.CheckLifecycleHistory(out.life, out.policy, linearizability.CheckOptions{Timeout: cfg.checkTimeout, VisualizationDir: t.TempDir()})
 				if r.OK() {
 					continue
 				}

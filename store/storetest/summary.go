@@ -1,10 +1,12 @@
-package linearizability
+package storetest
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/idemkit/idem/linearizability"
 
 	"github.com/idemkit/idem/core"
 )
@@ -43,18 +45,20 @@ func overlap[T any](ops []T, key func(*T) (core.Scope, int64, int64)) string {
 	return fmt.Sprintf("%d of %d operations (%d%%) overlapped another on their scope", n, len(ops), 100*n/len(ops))
 }
 
-func storeOverlap(ops []StoreOperation) string {
+func storeOverlap(ops []linearizability.StoreOperation) string {
 	if len(ops) == 0 {
 		return ""
 	}
-	return "store: " + overlap(ops, func(o *StoreOperation) (core.Scope, int64, int64) { return o.Scope, o.Call, o.Return })
+	return "store: " + overlap(ops, func(o *linearizability.StoreOperation) (core.Scope, int64, int64) { return o.Scope, o.Call, o.Return })
 }
 
-func lifeOverlap(ops []LifecycleOperation) string {
+func lifeOverlap(ops []linearizability.LifecycleOperation) string {
 	if len(ops) == 0 {
 		return ""
 	}
-	return "lifecycle: " + overlap(ops, func(o *LifecycleOperation) (core.Scope, int64, int64) { return o.Scope, o.Call, o.Return })
+	return "lifecycle: " + overlap(ops, func(o *linearizability.LifecycleOperation) (core.Scope, int64, int64) {
+		return o.Scope, o.Call, o.Return
+	})
 }
 
 // counter counts named things from many goroutines, for the summaries.

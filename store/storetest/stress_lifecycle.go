@@ -1,10 +1,12 @@
-package linearizability
+package storetest
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/idemkit/idem/linearizability"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
@@ -15,7 +17,7 @@ import (
 // or an older one, resolves, sweeps, and pauses long enough for leases and
 // TTLs to run out on the store's own clock.
 func stressLifecycle(ctx context.Context, s store.Store, h *historySpec) (*historyOut, error) {
-	rec := NewRecorder(s, nil)
+	rec := linearizability.NewRecorder(s, nil)
 	p := lifecyclePolicy(h.rng(1 << 15))
 	if h.tune != nil {
 		h.tune(&p)

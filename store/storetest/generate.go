@@ -1,4 +1,4 @@
-package linearizability
+package storetest
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // fpA and fpB are the fingerprints of the two requests the histories send
@@ -148,4 +149,12 @@ func maybeYield(rng *rand.Rand) {
 	case r < 13:
 		time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
 	}
+}
+
+// applyOver is store.Apply with an Applied of its own, for the tests and
+// stress runs that keep each outcome.
+func applyOver(ctx context.Context, s store.Store, p *core.Policy, scope core.Scope, ev core.Event) (store.Applied, error) {
+	var a store.Applied
+	err := store.Apply(ctx, s, scope, ev, p, &a)
+	return a, err
 }
