@@ -563,7 +563,7 @@ func TestStoreApplyLeavesNothingOnError(t *testing.T) {
 				t.Fatal("no error")
 			}
 			if !reflect.ValueOf(out).IsZero() {
-				t.Fatalf("after %v, out holds %s, decision %v", err, out.Record.Describe(), out.Result.Decision.Kind)
+				t.Fatalf("after %v, out holds %s, decision %v", err, out.Record.Describe(), out.Transition.Decision.Kind)
 			}
 		})
 	}

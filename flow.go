@@ -152,7 +152,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		f.done(Result{}, newError(ErrStoreUnavailable, err, f.policy.RetryAfter))
 		return
 	}
-	d := a.Result.Decision
+	d := a.Transition.Decision
 	switch d.Kind {
 	case core.DecisionExecute:
 		f.state = flowRun
@@ -249,7 +249,7 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 	}
 	r := Result{Kind: ResultExecuted, Response: f.response, Token: f.attempt.Token}
 	if err == nil {
-		k := a.Result.Decision.Kind
+		k := a.Transition.Decision.Kind
 		r.Recorded = k == core.DecisionCompleted || k == core.DecisionAcknowledged
 	}
 	f.done(r, nil)
@@ -270,5 +270,5 @@ func (f *Flow) HeartbeatEvent() core.Event {
 // action.
 func (f *Flow) HeartbeatDone(a *store.Applied, err error) (held bool) {
 	count(f.metrics, f.req.Scope, core.EventHeartbeat, a, err)
-	return err != nil || a.Result.Decision.Kind == core.DecisionExtended
+	return err != nil || a.Transition.Decision.Kind == core.DecisionExtended
 }

@@ -39,7 +39,7 @@ func TestFlowStepByStep(t *testing.T) {
 				op.Do(ctx, mem)
 			}
 			a, err := op.Result()
-			line += " -> " + a.Result.Decision.Kind.String()
+			line += " -> " + a.Transition.Decision.Kind.String()
 			c.ApplyDone(a, err)
 		case idem.EffectRun:
 			c.RunDone(out, nil)

@@ -169,10 +169,10 @@ func count(m Metrics, scope Scope, ev core.EventKind, a *store.Applied, err erro
 
 // observe counts what one applied event did.
 func observe(m Metrics, ev core.EventKind, a *store.Applied) {
-	l := Labels{UseCase: a.Record.Scope.UseCase, Event: ev.String(), Decision: a.Result.Decision.Kind.String()}
+	l := Labels{UseCase: a.Record.Scope.UseCase, Event: ev.String(), Decision: a.Transition.Decision.Kind.String()}
 	add := func(c Counter) { m.Add(c, l, 1) }
 	before, after := a.Before, a.Record.Status
-	switch a.Result.Decision.Kind {
+	switch a.Transition.Decision.Kind {
 	case core.DecisionExecute:
 		if before == core.StatusFailedRetryable {
 			add(CounterReserveFailedRetry)

@@ -88,9 +88,9 @@ func (a Attempt) CompleteIn(ctx context.Context, s store.Store, resp Response) e
 	if err != nil {
 		return err
 	}
-	switch applied.Result.Decision.Kind {
+	switch applied.Transition.Decision.Kind {
 	case core.DecisionCompleted, core.DecisionAcknowledged:
 		return nil
 	}
-	return fmt.Errorf("idem: completion refused: %v", applied.Result.Decision.Kind)
+	return fmt.Errorf("idem: completion refused: %v", applied.Transition.Decision.Kind)
 }

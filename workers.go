@@ -201,7 +201,7 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 			}
 			return n, fmt.Errorf("idem: %v of %s: %w", ev.Kind, recs[i].Scope, err)
 		}
-		if slices.Contains(counted, a.Result.Decision.Kind) {
+		if slices.Contains(counted, a.Transition.Decision.Kind) {
 			n++
 		}
 	}

@@ -100,8 +100,8 @@ type Write struct {
 	ExpectToken   Token
 }
 
-// Result is what Step returns besides the record it changed in place.
-type Result struct {
+// Transition is what Step returns besides the record it changed in place.
+type Transition struct {
 	Decision Decision
 	Write    Write
 }

@@ -111,7 +111,7 @@ func (w Write) Describe() string {
 }
 
 // Describe is the decision and the write, one per line.
-func (r Result) Describe() string {
+func (r Transition) Describe() string {
 	return "decision: " + r.Decision.Describe() + "\nwrite: " + r.Write.Describe()
 }
 

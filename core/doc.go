@@ -74,12 +74,12 @@
 //     the fresh token; for owner events, the owner's token.
 //  3. Call Step with the record, the event and a policy that passes Validate.
 //     On an error nothing changed: report it, never write.
-//  4. Perform Result.Write atomically: insert only if the scope has no
+//  4. Perform Transition.Write atomically: insert only if the scope has no
 //     record; update or delete only if the stored record still has
-//     Write.ExpectVersion and Write.ExpectToken. Store Result.Next as given.
+//     Write.ExpectVersion and Write.ExpectToken. Store the record as Step left it.
 //  5. If the write's precondition failed, someone else changed the record:
 //     go back to step 1. Never retry a write without stepping again.
-//  6. Act on Result.Decision only once the write succeeded (or was WriteNone):
+//  6. Act on Transition.Decision only once the write succeeded (or was WriteNone):
 //     run the action on Execute with Decision.Token, replay on Replay, and so on.
 //  7. If the write's outcome is unknown (a timeout after sending it), treat
 //     the decision as not taken: do not execute. Loading again will show

@@ -19,7 +19,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 
 // stepped is Step's result with the record it changed.
 type stepped struct {
-	Result
+	Transition
 	Next Record
 }
 

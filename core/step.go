@@ -12,19 +12,19 @@ import (
 // performs no I/O, and it neither keeps nor modifies ev or p: the same inputs
 // give the same outputs.
 //
-// Bad input (see errors.go) gives an error, a zero Result and an unchanged
+// Bad input (see errors.go) gives an error, a zero Transition and an unchanged
 // rec; no (record, event) pair panics. Step works in place because records
 // are large and Step sits on every request's path: copying them in and out
 // would cost more than the whole transition.
-func Step(rec *Record, ev *Event, p *Policy) (Result, error) {
+func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 	if err := p.Validate(); err != nil {
-		return Result{}, err
+		return Transition{}, err
 	}
 	if err := rec.validate(); err != nil {
-		return Result{}, err
+		return Transition{}, err
 	}
 	if ev.Now.IsZero() {
-		return Result{}, fmt.Errorf("%w: %v event", ErrTimeMissing, ev.Kind)
+		return Transition{}, fmt.Errorf("%w: %v event", ErrTimeMissing, ev.Kind)
 	}
 	// Records outlive processes: keep wall-clock time only, so that a
 	// monotonic reading never decides a comparison against a stored time.
@@ -34,15 +34,15 @@ func Step(rec *Record, ev *Event, p *Policy) (Result, error) {
 		// Required even when the answer will not be Execute, so that a caller
 		// that forgets it fails on its first request, not on its first new key.
 		if ev.Token == 0 {
-			return Result{}, fmt.Errorf("%w: reserve needs a fresh token from the store", ErrTokenMissing)
+			return Transition{}, fmt.Errorf("%w: reserve needs a fresh token from the store", ErrTokenMissing)
 		}
 		if ev.Fingerprint.IsZero() {
-			return Result{}, ErrFingerprintMissing
+			return Transition{}, ErrFingerprintMissing
 		}
 		return reserve(rec, ev, p, now)
 	case EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve:
 		if ev.Token == 0 {
-			return Result{}, fmt.Errorf("%w: %v needs the token of the attempt it is about", ErrTokenMissing, ev.Kind)
+			return Transition{}, fmt.Errorf("%w: %v needs the token of the attempt it is about", ErrTokenMissing, ev.Kind)
 		}
 	}
 	switch ev.Kind {
@@ -59,32 +59,32 @@ func Step(rec *Record, ev *Event, p *Policy) (Result, error) {
 	case EventSweep:
 		return sweep(rec, p, now), nil
 	}
-	return Result{}, fmt.Errorf("%w: %v", ErrUnknownEvent, ev.Kind)
+	return Transition{}, fmt.Errorf("%w: %v", ErrUnknownEvent, ev.Kind)
 }
 
 // unchanged answers d and writes nothing.
-func unchanged(d Decision) Result { return Result{Decision: d} }
+func unchanged(d Decision) Transition { return Transition{Decision: d} }
 
 // updated answers d for a record the caller has just changed in place, whose
 // version and token before the change were version and token.
-func updated(rec *Record, version uint64, token Token, d Decision) Result {
+func updated(rec *Record, version uint64, token Token, d Decision) Transition {
 	rec.Version = version + 1
-	return Result{Decision: d, Write: Write{Kind: WriteUpdate, ExpectVersion: version, ExpectToken: token}}
+	return Transition{Decision: d, Write: Write{Kind: WriteUpdate, ExpectVersion: version, ExpectToken: token}}
 }
 
 // removed answers d and makes rec absent.
-func removed(rec *Record, d Decision) Result {
+func removed(rec *Record, d Decision) Transition {
 	w := Write{Kind: WriteDelete, ExpectVersion: rec.Version, ExpectToken: rec.Token}
 	*rec = Record{Scope: rec.Scope}
-	return Result{Decision: d, Write: w}
+	return Transition{Decision: d, Write: w}
 }
 
-func reserve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
+func reserve(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, error) {
 	if !rec.live(now) {
 		// A new incarnation of the key: absent, soft-expired, or past the TTL
 		// of an outcome that is settled. The old fingerprint no longer binds.
 		if err := checkFresh(rec, ev.Token); err != nil {
-			return Result{}, err
+			return Transition{}, err
 		}
 		existed, version, token := rec.Exists(), rec.Version, rec.Token
 		// Field by field rather than *rec = Record{...}: a whole-struct
@@ -106,7 +106,7 @@ func reserve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
 		d := Decision{Kind: DecisionExecute, Token: ev.Token}
 		if !existed {
 			rec.Version = 1
-			return Result{Decision: d, Write: Write{Kind: WriteInsert}}, nil
+			return Transition{Decision: d, Write: Write{Kind: WriteInsert}}, nil
 		}
 		return updated(rec, version, token, d), nil
 	}
@@ -126,7 +126,7 @@ func reserve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
 		return unchanged(Decision{Kind: DecisionReplay}), nil
 	case StatusFailedRetryable:
 		if err := checkFresh(rec, ev.Token); err != nil {
-			return Result{}, err
+			return Transition{}, err
 		}
 		version, token := rec.Version, rec.Token
 		rec.Status = StatusInProgress
@@ -166,11 +166,11 @@ func owns(rec *Record, token Token) bool {
 	return rec.Exists() && rec.Token == token
 }
 
-var stale = Result{Decision: Decision{Kind: DecisionStale}}
+var stale = Transition{Decision: Decision{Kind: DecisionStale}}
 
-func complete(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
+func complete(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, error) {
 	if err := ev.Response.validate(p.ResponseBytesMax); err != nil {
-		return Result{}, err
+		return Transition{}, err
 	}
 	if !owns(rec, ev.Token) {
 		return stale, nil
@@ -207,7 +207,7 @@ func failedRetryable(rec *Record, now time.Time, p *Policy, code string) {
 	rec.ExpiresAt = now.Add(p.TTL)
 }
 
-func fail(rec *Record, ev *Event, p *Policy, now time.Time) Result {
+func fail(rec *Record, ev *Event, p *Policy, now time.Time) Transition {
 	if !owns(rec, ev.Token) {
 		return stale
 	}
@@ -228,7 +228,7 @@ func fail(rec *Record, ev *Event, p *Policy, now time.Time) Result {
 	return unchanged(Decision{Kind: DecisionConflict})
 }
 
-func markUnknown(rec *Record, ev *Event, now time.Time) Result {
+func markUnknown(rec *Record, ev *Event, now time.Time) Transition {
 	if !owns(rec, ev.Token) {
 		return stale
 	}
@@ -248,7 +248,7 @@ func markUnknown(rec *Record, ev *Event, now time.Time) Result {
 	return unchanged(Decision{Kind: DecisionConflict})
 }
 
-func heartbeat(rec *Record, ev *Event, p *Policy, now time.Time) Result {
+func heartbeat(rec *Record, ev *Event, p *Policy, now time.Time) Transition {
 	if !owns(rec, ev.Token) {
 		return stale
 	}
@@ -262,15 +262,15 @@ func heartbeat(rec *Record, ev *Event, p *Policy, now time.Time) Result {
 	return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionExtended})
 }
 
-func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
+func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, error) {
 	switch ev.Verdict {
 	case VerdictExecuted:
 		if err := ev.Response.validate(p.ResponseBytesMax); err != nil {
-			return Result{}, err
+			return Transition{}, err
 		}
 	case VerdictNotExecuted, VerdictStillUnknown:
 	default:
-		return Result{}, fmt.Errorf("%w: %v", ErrUnknownVerdict, ev.Verdict)
+		return Transition{}, fmt.Errorf("%w: %v", ErrUnknownVerdict, ev.Verdict)
 	}
 	if rec.Status != StatusUnknown {
 		return unchanged(Decision{Kind: DecisionNotApplicable}), nil
@@ -300,7 +300,7 @@ func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Result, error) {
 	return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionResolved}), nil
 }
 
-func sweep(rec *Record, p *Policy, now time.Time) Result {
+func sweep(rec *Record, p *Policy, now time.Time) Transition {
 	switch rec.Status {
 	case StatusInProgress:
 		if !now.Before(rec.LockedUntil) {

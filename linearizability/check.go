@@ -170,7 +170,7 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 			p.ev.Token = reserveTokenUnknown
 		}
 		p.digest = d.record(&op.Record, false)
-		if op.Ended == EndedIndeterminate && op.Result.Write.Kind == core.WriteDelete {
+		if op.Ended == EndedIndeterminate && op.Transition.Write.Kind == core.WriteDelete {
 			p.digest = absent
 		}
 		p.scopeOK = op.Record.Scope == op.Scope || (!op.Record.Exists() && op.Record.Scope == core.Scope{})

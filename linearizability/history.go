@@ -84,8 +84,8 @@ type StoreOperation struct {
 // Applier's Apply, or the simulator's Op), as its caller saw it.
 //
 // With EndedOK the check replays Event on the model's record with
-// core.Step and requires exactly Before, Result and Record. With
-// EndedIndeterminate and WriteKnown, the write Result.Write (with its
+// core.Step and requires exactly Before, Transition and Record. With
+// EndedIndeterminate and WriteKnown, the write Transition.Write (with its
 // precondition) of Record may have applied, at any instant after Call, or
 // never. With EndedIndeterminate and no known write (an Applier's Apply failed,
 // so neither the store's time nor the write is known), the scope's record is
@@ -103,9 +103,9 @@ type LifecycleOperation struct {
 	Ended Ending // EndedOK, EndedFailed or EndedIndeterminate
 	// Before is the record's status before the event (EndedOK).
 	Before core.Status
-	// Result is the core's decision and write (EndedOK), or the write that
+	// Transition is the core's decision and write (EndedOK), or the write that
 	// may have applied (EndedIndeterminate with WriteKnown).
-	Result core.Result
+	Transition core.Transition
 	// Record is the record after the event, as the store then held it
 	// (EndedOK), or the record the ambiguous write carried (WriteKnown).
 	Record     core.Record

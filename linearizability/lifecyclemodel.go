@@ -92,7 +92,7 @@ func lifeStep(d digester, p *core.Policy, s *lifeState, o *lifeOp) (bool, any) {
 		if !op.WriteKnown {
 			return true, unknownLife
 		}
-		if s.unknown || !holds(&s.rec, op.Result.Write) {
+		if s.unknown || !holds(&s.rec, op.Transition.Write) {
 			return true, s
 		}
 		return true, after(o)
@@ -110,8 +110,8 @@ func lifeStep(d digester, p *core.Policy, s *lifeState, o *lifeOp) (bool, any) {
 	rec := s.rec
 	rec.Scope = op.Scope
 	res, err := core.Step(&rec, &o.ev, p)
-	if err != nil || res.Write != op.Result.Write || res.Decision.Kind != op.Result.Decision.Kind ||
-		res.Decision.Token != op.Result.Decision.Token || !d.within(res.Decision.RetryAfter, op.Result.Decision.RetryAfter) {
+	if err != nil || res.Write != op.Transition.Write || res.Decision.Kind != op.Transition.Decision.Kind ||
+		res.Decision.Token != op.Transition.Decision.Token || !d.within(res.Decision.RetryAfter, op.Transition.Decision.RetryAfter) {
 		return false, s
 	}
 	dg := d.record(&rec, false)
@@ -135,7 +135,7 @@ func holds(rec *core.Record, w core.Write) bool {
 // after is the state an operation's recorded Record stands for.
 func after(o *lifeOp) *lifeState {
 	rec := o.op.Record
-	if o.op.Ended == EndedIndeterminate && o.op.Result.Write.Kind == core.WriteDelete {
+	if o.op.Ended == EndedIndeterminate && o.op.Transition.Write.Kind == core.WriteDelete {
 		rec = core.Record{} // LifecycleOperations set the digest to the absent record's
 	}
 	rec.Scope = o.op.Scope
@@ -170,10 +170,10 @@ func describeLifeOp(o *lifeOp) string {
 	}
 	switch op.Ended {
 	case EndedOK:
-		fmt.Fprintf(&b, " → %s, %s ⇒ %s", op.Result.Decision.Describe(), op.Result.Write.Describe(), short(&op.Record))
+		fmt.Fprintf(&b, " → %s, %s ⇒ %s", op.Transition.Decision.Describe(), op.Transition.Write.Describe(), short(&op.Record))
 	case EndedIndeterminate:
 		if op.WriteKnown {
-			fmt.Fprintf(&b, " → indeterminate: %s ⇒ %s may apply at any later instant, or never", op.Result.Write.Describe(), short(&op.Record))
+			fmt.Fprintf(&b, " → indeterminate: %s ⇒ %s may apply at any later instant, or never", op.Transition.Write.Describe(), short(&op.Record))
 		} else {
 			b.WriteString(" → indeterminate: the store failed; what it did is not known")
 		}

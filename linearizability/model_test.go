@@ -178,8 +178,8 @@ func lifecycleRun(t *testing.T, p core.Policy, hide bool, evs ...core.Event) ([]
 		if err != nil {
 			t.Fatalf("%v: %v", ev.Kind, err)
 		}
-		if a.Result.Decision.Kind == core.DecisionExecute {
-			token = a.Result.Decision.Token
+		if a.Transition.Decision.Kind == core.DecisionExecute {
+			token = a.Transition.Decision.Token
 		}
 		clk.Advance(time.Second)
 	}
@@ -219,7 +219,7 @@ func TestLifecycleModel(t *testing.T) {
 			twin := h[0]
 			twin.Client, twin.Call, twin.Return = 1, h[0].Return+1, h[0].Return+2
 			twin.Event.Token++
-			twin.Result.Decision.Token++
+			twin.Transition.Decision.Token++
 			twin.Record.Token++
 			check(t, append(append([]LifecycleOperation{}, h[:1]...), twin), porcupine.Illegal)
 		})
@@ -230,7 +230,7 @@ func TestLifecycleModel(t *testing.T) {
 		})
 		t.Run("a decision the core would not take", func(t *testing.T) {
 			bad := append([]LifecycleOperation{}, h...)
-			bad[1].Result.Decision.Kind = core.DecisionReplay
+			bad[1].Transition.Decision.Kind = core.DecisionReplay
 			check(t, bad, porcupine.Illegal)
 		})
 		t.Run("a status before that the record never had", func(t *testing.T) {
@@ -246,8 +246,8 @@ func TestLifecycleModel(t *testing.T) {
 		t.Run("a stale token reused", func(t *testing.T) {
 			// The second execute claims a token not above the first's.
 			bad := append([]LifecycleOperation{}, h...)
-			tok := h[0].Result.Decision.Token
-			bad[6].Event.Token, bad[6].Result.Decision.Token, bad[6].Record.Token = tok, tok, tok
+			tok := h[0].Transition.Decision.Token
+			bad[6].Event.Token, bad[6].Transition.Decision.Token, bad[6].Record.Token = tok, tok, tok
 			check(t, bad[:7], porcupine.Illegal)
 		})
 	}
@@ -267,7 +267,7 @@ func TestLifecycleAmbiguity(t *testing.T) {
 	later.Client, later.Call, later.Return = 1, inFlight.Call, inFlight.Return
 	later.Event.Now = inFlight.Event.Now
 	later.Event.Token += 10
-	later.Result.Decision.Token = later.Event.Token
+	later.Transition.Decision.Token = later.Event.Token
 	later.Record.Token = later.Event.Token
 	later.Record.CreatedAt, later.Record.LockedUntil, later.Record.ExpiresAt =
 		inFlight.Event.Now, inFlight.Event.Now.Add(p.LeaseDuration), inFlight.Event.Now.Add(p.TTL)

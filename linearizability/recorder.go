@@ -188,11 +188,11 @@ func endApply(op *LifecycleOperation, ev core.Event, a *store.Applied, err error
 		op.Event.Now = a.Now
 		if ev.Kind == core.EventReserve {
 			op.Event.Token = 0
-			if a.Result.Decision.Kind == core.DecisionExecute {
-				op.Event.Token = a.Result.Decision.Token
+			if a.Transition.Decision.Kind == core.DecisionExecute {
+				op.Event.Token = a.Transition.Decision.Token
 			}
 		}
-		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
+		op.Before, op.Transition, op.Record = a.Before, a.Transition, a.Record
 	case core.Refused(err): // bad input, or a record or token the driver should not have handed it
 		op.Ended = EndedFailed // the core refused: nothing was written
 	default:
@@ -214,7 +214,7 @@ func (c *RecordingStore) applyLoop(ctx context.Context, op *LifecycleOperation, 
 	switch {
 	case err == nil:
 		op.Ended = EndedOK
-		op.Before, op.Result, op.Record = a.Before, a.Result, a.Record
+		op.Before, op.Transition, op.Record = a.Before, a.Transition, a.Record
 	case obs.lastLoad || obs.lastErr == nil || errors.Is(obs.lastErr, store.ErrConflict):
 		// The last call was a load (it failed, or the core refused what it
 		// read), or every write lost its race: nothing was written.
@@ -222,7 +222,7 @@ func (c *RecordingStore) applyLoop(ctx context.Context, op *LifecycleOperation, 
 	default:
 		op.Ended = EndedIndeterminate
 		op.WriteKnown = true
-		op.Result, op.Record = a.Result, a.Record
+		op.Transition, op.Record = a.Transition, a.Record
 	}
 	if op.Ended != EndedFailed {
 		op.Event.Now = a.Now

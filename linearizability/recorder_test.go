@@ -72,7 +72,7 @@ func TestRecorderClassifiesEndings(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.armed = true
-	_, err = applyOver(ctx, c, &p, scopeY, core.Event{Kind: core.EventHeartbeat, Token: a.Result.Decision.Token})
+	_, err = applyOver(ctx, c, &p, scopeY, core.Event{Kind: core.EventHeartbeat, Token: a.Transition.Decision.Token})
 	if err == nil {
 		t.Fatal("the ambiguous heartbeat succeeded")
 	}
@@ -80,10 +80,10 @@ func TestRecorderClassifiesEndings(t *testing.T) {
 	if len(life) != 2 {
 		t.Fatalf("%d lifecycle operations", len(life))
 	}
-	if op := life[0]; op.Ended != EndedOK || op.Event.Token != a.Result.Decision.Token || !op.Event.Now.Equal(a.Now) || op.Before != core.StatusAbsent {
+	if op := life[0]; op.Ended != EndedOK || op.Event.Token != a.Transition.Decision.Token || !op.Event.Now.Equal(a.Now) || op.Before != core.StatusAbsent {
 		t.Errorf("reserve recorded as %+v", op)
 	}
-	if op := life[1]; op.Ended != EndedIndeterminate || !op.WriteKnown || op.Result.Write.Kind != core.WriteUpdate || op.Record.Version != 2 {
+	if op := life[1]; op.Ended != EndedIndeterminate || !op.WriteKnown || op.Transition.Write.Kind != core.WriteUpdate || op.Record.Version != 2 {
 		t.Errorf("ambiguous heartbeat recorded as %+v", op)
 	}
 	if r := CheckLifecycleHistory(life, p, CheckOptions{NoVisualization: true}); !r.OK() {
@@ -99,7 +99,7 @@ func TestRecorderClassifiesEndings(t *testing.T) {
 		}
 	}
 	life = rec.LifecycleHistory()
-	if life[0].Event.Token == 0 || life[1].Event.Token != 0 || life[1].Result.Decision.Kind != core.DecisionInFlight || len(rec.StoreHistory()) != 0 {
+	if life[0].Event.Token == 0 || life[1].Event.Token != 0 || life[1].Transition.Decision.Kind != core.DecisionInFlight || len(rec.StoreHistory()) != 0 {
 		t.Errorf("through Apply: %+v", life)
 	}
 	if r := CheckLifecycleHistory(life, p, CheckOptions{NoVisualization: true}); !r.OK() {

@@ -77,7 +77,7 @@ func TestLinCheckCatchesABrokenApply(t *testing.T) {
 	planted := false
 	for i := range w.linLife {
 		op := &w.linLife[i]
-		if op.Ended == linearizability.EndedOK && op.Result.Decision.Kind == core.DecisionCompleted {
+		if op.Ended == linearizability.EndedOK && op.Transition.Decision.Kind == core.DecisionCompleted {
 			op.Record.Response.StatusCode++
 			planted = true
 			break

@@ -238,7 +238,7 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	if err != nil {
 		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
 	} else {
-		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Result.Decision.Token, Arg: int64(a.Result.Decision.Kind), Arg2: int64(m.event)})
+		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Transition.Decision.Token, Arg: int64(a.Transition.Decision.Kind), Arg2: int64(m.event)})
 	}
 	if kind == evHbStep {
 		c.beaten(a, err)

@@ -166,13 +166,13 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 		op.Event.Now = out.Now
 		if ev.Kind == core.EventReserve {
 			op.Event.Token = 0
-			if out.Result.Decision.Kind == core.DecisionExecute {
-				op.Event.Token = out.Result.Decision.Token
+			if out.Transition.Decision.Kind == core.DecisionExecute {
+				op.Event.Token = out.Transition.Decision.Token
 			}
 		}
-		op.Before, op.Result, op.Record = out.Before, out.Result, out.Record
-		if out.Result.Write.Kind != core.WriteNone {
-			w.applied(c.meta, &out.Record, out.Result.Write.Kind, out.Result.Write.ExpectToken)
+		op.Before, op.Transition, op.Record = out.Before, out.Transition, out.Record
+		if out.Transition.Write.Kind != core.WriteNone {
+			w.applied(c.meta, &out.Record, out.Transition.Write.Kind, out.Transition.Write.ExpectToken)
 			if w.fault(FaultStoreErrorAfter, w.rng.store) {
 				w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatFaultAfter, Token: out.Record.Token})
 				op.Ended, op.WriteKnown = linearizability.EndedIndeterminate, true

@@ -72,10 +72,10 @@ func (o *Op) Do(ctx context.Context, s Store) {
 	case MethodInsert:
 		err = s.Insert(ctx, &o.applied.Record)
 	case MethodCompareAndSet:
-		w := &o.applied.Result.Write
+		w := &o.applied.Transition.Write
 		err = s.CompareAndSet(ctx, &o.applied.Record, w.ExpectVersion, w.ExpectToken)
 	case MethodDelete:
-		w := &o.applied.Result.Write
+		w := &o.applied.Transition.Write
 		err = s.Delete(ctx, o.scope, w.ExpectVersion, w.ExpectToken)
 	}
 	switch {
@@ -110,7 +110,7 @@ func (o *Op) loaded(snap *Snapshot) {
 		}
 		return
 	}
-	o.applied.Result = res
+	o.applied.Transition = res
 	switch res.Write.Kind {
 	case core.WriteInsert:
 		o.next = MethodInsert

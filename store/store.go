@@ -111,10 +111,10 @@ type Applier interface {
 
 // Applied is what applying one event to one scope did.
 type Applied struct {
-	Before core.Status // the record's status before the event
-	Record core.Record // the record after the event (what the store now holds)
-	Result core.Result // the core's decision and the write that was made
-	Now    time.Time   // the store's time the event was applied at
+	Before     core.Status     // the record's status before the event
+	Record     core.Record     // the record after the event (what the store now holds)
+	Transition core.Transition // the core's decision and the write that was made
+	Now        time.Time       // the store's time the event was applied at
 }
 
 // PollWait is a Wait for stores that cannot notify: it loads every interval

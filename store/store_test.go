@@ -86,7 +86,7 @@ func TestOpProtocol(t *testing.T) {
 		t.Fatalf("named %v, called %v, want %v", named, s.calls, want)
 	}
 	a, err := op.Result()
-	if err != nil || a.Result.Decision.Kind != core.DecisionExecute || a.Record.Status != core.StatusInProgress || a.Before != core.StatusAbsent {
+	if err != nil || a.Transition.Decision.Kind != core.DecisionExecute || a.Record.Status != core.StatusInProgress || a.Before != core.StatusAbsent {
 		t.Fatalf("%+v %v", a, err)
 	}
 	op.Do(context.Background(), s) // once Done, Do does nothing
@@ -238,8 +238,8 @@ func TestWrapDecidesTheFastPath(t *testing.T) {
 		t.Fatalf("outer saw %v", sc.calls)
 	}
 	wrapped := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: count})
-	ev := core.Event{Kind: core.EventComplete, Token: out.Result.Decision.Token, Response: resp}
-	if err := store.Apply(ctx, wrapped, scope, ev, &p, &out); err != nil || counted != 1 || out.Result.Decision.Kind != core.DecisionCompleted {
+	ev := core.Event{Kind: core.EventComplete, Token: out.Transition.Decision.Token, Response: resp}
+	if err := store.Apply(ctx, wrapped, scope, ev, &p, &out); err != nil || counted != 1 || out.Transition.Decision.Kind != core.DecisionCompleted {
 		t.Fatalf("%v, counted %d", err, counted)
 	}
 }

@@ -226,13 +226,13 @@ func (c *benchCase) memstore(b *testing.B, s store.Store, key string, a *store.A
 func lifecycle(b *testing.B, s store.Store, p *idem.Policy, scope idem.Scope, resp idem.Response, a *store.Applied, parallel bool) {
 	ctx := context.Background()
 	err := store.Apply(ctx, s, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, p, a)
-	if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-		notExecuted(b, parallel, err, a.Result.Decision.Kind)
+	if err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+		notExecuted(b, parallel, err, a.Transition.Decision.Kind)
 		return
 	}
-	err = store.Apply(ctx, s, scope, core.Event{Kind: core.EventComplete, Token: a.Result.Decision.Token, Response: resp}, p, a)
-	if err != nil || a.Result.Decision.Kind != core.DecisionCompleted {
-		fail(b, parallel, a.Result.Decision.Kind, err)
+	err = store.Apply(ctx, s, scope, core.Event{Kind: core.EventComplete, Token: a.Transition.Decision.Token, Response: resp}, p, a)
+	if err != nil || a.Transition.Decision.Kind != core.DecisionCompleted {
+		fail(b, parallel, a.Transition.Decision.Kind, err)
 	}
 }
 

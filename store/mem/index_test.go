@@ -34,16 +34,16 @@ func TestIndexAgreesWithAMap(t *testing.T) {
 			sc := scopes[rapid.IntRange(0, len(scopes)-1).Draw(t, fmt.Sprint("scope", step))]
 			if tok, ok := held[sc]; ok {
 				a, err := applyOver(ctx, m, &p, sc, core.Event{Kind: core.EventFail, Token: tok})
-				if err != nil || a.Result.Write.Kind != core.WriteDelete {
-					t.Fatalf("delete %v: %v %v", sc, a.Result.Write.Kind, err)
+				if err != nil || a.Transition.Write.Kind != core.WriteDelete {
+					t.Fatalf("delete %v: %v %v", sc, a.Transition.Write.Kind, err)
 				}
 				delete(held, sc)
 			} else {
 				a, err := applyOver(ctx, m, &p, sc, core.Event{Kind: core.EventReserve, Fingerprint: fp})
-				if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-					t.Fatalf("insert %v: %v %v", sc, a.Result.Decision.Kind, err)
+				if err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+					t.Fatalf("insert %v: %v %v", sc, a.Transition.Decision.Kind, err)
 				}
-				held[sc] = a.Result.Decision.Token
+				held[sc] = a.Transition.Decision.Token
 			}
 			for _, s := range scopes {
 				snap, err := m.Load(ctx, s)

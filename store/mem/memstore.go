@@ -275,7 +275,7 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	if err != nil {
 		return err
 	}
-	a.Result = res
+	a.Transition = res
 	switch res.Write.Kind {
 	case core.WriteInsert:
 		if err := s.insert(sh, &a.Record, pl); err != nil {

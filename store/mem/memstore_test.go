@@ -112,10 +112,10 @@ func TestRacingCompletionsStoreOneResponse(t *testing.T) {
 		p := idem.DefaultPolicy()
 		ctx := context.Background()
 		a, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
-		if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-			t.Fatalf("reserve: %v %v", a.Result.Decision.Kind, err)
+		if err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+			t.Fatalf("reserve: %v %v", a.Transition.Decision.Kind, err)
 		}
-		token := a.Result.Decision.Token
+		token := a.Transition.Decision.Token
 		const racers = 32
 		decisions := make([]core.DecisionKind, racers)
 		var wg sync.WaitGroup
@@ -127,7 +127,7 @@ func TestRacingCompletionsStoreOneResponse(t *testing.T) {
 				if err != nil {
 					t.Error(err)
 				}
-				decisions[i] = got.Result.Decision.Kind
+				decisions[i] = got.Transition.Decision.Kind
 			}()
 		}
 		wg.Wait()
@@ -174,15 +174,15 @@ func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 			}
 			return a
 		}
-		old := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp}).Result.Decision.Token
+		old := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp}).Transition.Decision.Token
 		clock.Advance(p.LeaseDuration)
-		if d := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp}).Result.Decision.Kind; d != core.DecisionReconciling {
+		if d := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp}).Transition.Decision.Kind; d != core.DecisionReconciling {
 			t.Fatalf("after the lease: %v, want reconciling", d)
 		}
 		apply(core.Event{Kind: core.EventResolve, Token: old, Verdict: core.VerdictNotExecuted})
 		fresh := apply(core.Event{Kind: core.EventReserve, Fingerprint: fp})
-		if fresh.Result.Decision.Kind != core.DecisionExecute || fresh.Result.Decision.Token <= old {
-			t.Fatalf("re-execution after the reconciler: %v token %d (old %d)", fresh.Result.Decision.Kind, fresh.Result.Decision.Token, old)
+		if fresh.Transition.Decision.Kind != core.DecisionExecute || fresh.Transition.Decision.Token <= old {
+			t.Fatalf("re-execution after the reconciler: %v token %d (old %d)", fresh.Transition.Decision.Kind, fresh.Transition.Decision.Token, old)
 		}
 		want := fresh.Record.Describe()
 		for _, ev := range []core.Event{
@@ -193,8 +193,8 @@ func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 			{Kind: core.EventResolve, Token: old, Verdict: core.VerdictExecuted, Response: response(9)},
 		} {
 			a := apply(ev)
-			if a.Result.Write.Kind != core.WriteNone {
-				t.Errorf("old token's %v wrote %v", ev.Kind, a.Result.Write.Kind)
+			if a.Transition.Write.Kind != core.WriteNone {
+				t.Errorf("old token's %v wrote %v", ev.Kind, a.Transition.Write.Kind)
 			}
 			snap, _ := s.Load(ctx, scopeN(0))
 			if got := snap.Record.Describe(); got != want {
@@ -276,16 +276,16 @@ func TestTokensNeverRepeatAfterDelete(t *testing.T) {
 		var last core.Token
 		for i := range 20 {
 			a, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
-			if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-				t.Fatalf("round %d: %v %v", i, a.Result.Decision.Kind, err)
+			if err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+				t.Fatalf("round %d: %v %v", i, a.Transition.Decision.Kind, err)
 			}
-			if tok := a.Result.Decision.Token; tok <= last {
+			if tok := a.Transition.Decision.Token; tok <= last {
 				t.Fatalf("round %d: token %d after %d", i, tok, last)
 			}
-			last = a.Result.Decision.Token
+			last = a.Transition.Decision.Token
 			f, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventFail, Token: last})
-			if err != nil || f.Result.Write.Kind != core.WriteDelete {
-				t.Fatalf("round %d: fail did not delete: %v %v", i, f.Result.Write.Kind, err)
+			if err != nil || f.Transition.Write.Kind != core.WriteDelete {
+				t.Fatalf("round %d: fail did not delete: %v %v", i, f.Transition.Write.Kind, err)
 			}
 		}
 	})
@@ -429,14 +429,14 @@ func TestScopesSharingAKeyAreUnrelated(t *testing.T) {
 	tokens := make([]core.Token, len(scopes))
 	for i, s := range scopes {
 		a, err := applyOver(ctx, m, &p, s, core.Event{Kind: core.EventReserve, Fingerprint: fp})
-		if err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-			t.Fatalf("scope %d: %v %v", i, a.Result.Decision.Kind, err)
+		if err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+			t.Fatalf("scope %d: %v %v", i, a.Transition.Decision.Kind, err)
 		}
-		tokens[i] = a.Result.Decision.Token
+		tokens[i] = a.Transition.Decision.Token
 	}
 	// Remove the middle and the head of the chain; the others stand.
 	for _, i := range []int{1, 3} {
-		if a, err := applyOver(ctx, m, &p, scopes[i], core.Event{Kind: core.EventFail, Token: tokens[i]}); err != nil || a.Result.Write.Kind != core.WriteDelete {
+		if a, err := applyOver(ctx, m, &p, scopes[i], core.Event{Kind: core.EventFail, Token: tokens[i]}); err != nil || a.Transition.Write.Kind != core.WriteDelete {
 			t.Fatalf("evict %d: %v", i, err)
 		}
 	}
@@ -471,7 +471,7 @@ func TestDueNoticesNewlyDueRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tokens[i] = a.Result.Decision.Token
+		tokens[i] = a.Transition.Decision.Token
 	}
 	for _, kind := range []store.DueKind{store.DueSweep, store.DueReconcile} {
 		if due, _ := m.Due(ctx, kind, 100); len(due) != 0 {
@@ -507,8 +507,8 @@ func TestBadInputIsAnError(t *testing.T) {
 		t.Fatalf("compare-and-set nil: %v", err)
 	}
 	p := idem.DefaultPolicy()
-	if a, err := applyOver(ctx, m, &p, scopeN(1), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil || a.Result.Decision.Kind != core.DecisionExecute {
-		t.Fatalf("the bounded store does not work: %v %v", a.Result.Decision.Kind, err)
+	if a, err := applyOver(ctx, m, &p, scopeN(1), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+		t.Fatalf("the bounded store does not work: %v %v", a.Transition.Decision.Kind, err)
 	}
 	if m.Len() != 1 {
 		t.Fatalf("%d records", m.Len())

@@ -21,7 +21,7 @@ func BenchmarkApplyReplay(b *testing.B) {
 	var a store.Applied
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := m.Apply(ctx, sc, ev, &p, &a); err != nil || a.Result.Decision.Kind != core.DecisionReplay {
+		if err := m.Apply(ctx, sc, ev, &p, &a); err != nil || a.Transition.Decision.Kind != core.DecisionReplay {
 			b.Fatal()
 		}
 	}

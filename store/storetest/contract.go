@@ -327,7 +327,7 @@ func (c *contract) due(t *testing.T) {
 	f := c.newDueFixture(t)
 	tokens := make([]core.Token, len(f.scopes))
 	for i := range f.scopes {
-		tokens[i] = f.apply(i, core.Event{Kind: core.EventReserve, Fingerprint: fpA}).Result.Decision.Token
+		tokens[i] = f.apply(i, core.Event{Kind: core.EventReserve, Fingerprint: fpA}).Transition.Decision.Token
 		f.advance(f.lease / 10)
 	}
 	f.sweepLeases()
@@ -404,7 +404,7 @@ func (f *dueFixture) sweepLeases() {
 		t.Fatalf("first batch of expired leases: scopes %v, want [0 1 2]", got)
 	}
 	for i := range 3 {
-		if d := f.apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionLeaseExpired {
+		if d := f.apply(i, core.Event{Kind: core.EventSweep}).Transition.Decision.Kind; d != core.DecisionLeaseExpired {
 			t.Fatalf("sweep of scope %d: %v", i, d)
 		}
 	}
@@ -438,7 +438,7 @@ func (f *dueFixture) reconcile(tokens []core.Token) {
 	f.advance(f.lease / 10) // so that 1 expires strictly before 2
 	f.apply(2, ev(core.Event{Kind: core.EventResolve, Verdict: core.VerdictNotExecuted}, 2))
 	f.apply(4, ev(still, 4))
-	if d := f.apply(4, ev(still, 4)).Result.Decision.Kind; d != core.DecisionAbandoned {
+	if d := f.apply(4, ev(still, 4)).Transition.Decision.Kind; d != core.DecisionAbandoned {
 		t.Fatalf("second still-unknown of scope 4: %v, want abandoned", d)
 	}
 	if got := f.due(store.DueReconcile, 10); !slices.Equal(got, []int{3}) {
@@ -462,7 +462,7 @@ func (f *dueFixture) sweepTTLs() {
 		t.Fatalf("past the TTL, Due(sweep) lists scopes %v, want [1 2]", got)
 	}
 	for _, i := range []int{1, 2} {
-		if d := f.apply(i, core.Event{Kind: core.EventSweep}).Result.Decision.Kind; d != core.DecisionExpired {
+		if d := f.apply(i, core.Event{Kind: core.EventSweep}).Transition.Decision.Kind; d != core.DecisionExpired {
 			t.Fatalf("sweep of scope %d past its TTL: %v", i, d)
 		}
 	}
@@ -576,11 +576,11 @@ func (c *contract) applier(t *testing.T) {
 			got[j] = c.stepThrough(t, &p, i, st, &paths[j])
 		}
 		x, y := got[0], got[1]
-		if x.Before != y.Before || x.Result.Write.Kind != y.Result.Write.Kind || x.Record.Status != y.Record.Status ||
+		if x.Before != y.Before || x.Transition.Write.Kind != y.Transition.Write.Kind || x.Record.Status != y.Record.Status ||
 			x.Record.Version != y.Record.Version || x.Record.LastErrorCode != y.Record.LastErrorCode ||
 			x.Record.ReconcileAttempts != y.Record.ReconcileAttempts || !x.Record.Response.Equal(y.Record.Response) {
 			t.Fatalf("step %d (%v): Apply and load-step-write disagree:\n apply %s, %s\n cas   %s, %s", i, st.ev.Kind,
-				x.Result.Describe(), x.Record.Describe(), y.Result.Describe(), y.Record.Describe())
+				x.Transition.Describe(), x.Record.Describe(), y.Transition.Describe(), y.Record.Describe())
 		}
 		if st.wait > 0 {
 			advance(st.wait)
@@ -648,11 +648,11 @@ func (c *contract) stepThrough(t *testing.T, p *core.Policy, i int, st applierSt
 	if err != nil {
 		t.Fatalf("step %d (%v) through %s: %v", i, ev.Kind, pa.name, err)
 	}
-	if a.Result.Decision.Kind != st.want {
-		t.Fatalf("step %d (%v) through %s: %v, want %v", i, ev.Kind, pa.name, a.Result.Decision.Kind, st.want)
+	if a.Transition.Decision.Kind != st.want {
+		t.Fatalf("step %d (%v) through %s: %v, want %v", i, ev.Kind, pa.name, a.Transition.Decision.Kind, st.want)
 	}
-	if a.Result.Decision.Kind == core.DecisionExecute {
-		pa.token = a.Result.Decision.Token
+	if a.Transition.Decision.Kind == core.DecisionExecute {
+		pa.token = a.Transition.Decision.Token
 	}
 	stored := load(t, pa.store, pa.scope).Record
 	if !c.d.SameRecord(&stored, &a.Record) {

@@ -39,9 +39,9 @@ func stressLifecycle(ctx context.Context, s store.Store, h *historySpec) (*histo
 			cancel()
 			switch {
 			case err == nil:
-				decisions.add(a.Result.Decision.Kind.String())
-				if a.Result.Decision.Kind == core.DecisionExecute {
-					tokens.add(sc, a.Result.Decision.Token)
+				decisions.add(a.Transition.Decision.Kind.String())
+				if a.Transition.Decision.Kind == core.DecisionExecute {
+					tokens.add(sc, a.Transition.Decision.Token)
 				}
 			case store.DriverBug(err):
 				problems.add("%v of %s: the store handed the core a bad record or token: %v", ev.Kind, sc, err)
