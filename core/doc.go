@@ -35,6 +35,36 @@
 //   - expire: the end of a settled record's TTL: soft (status expired) or
 //     hard (deleted), by policy. Never applies to in_progress or unknown.
 //   - sweep: the periodic event that enforces leases and TTLs.
+//   - tombstone: a soft-expired record: scope, fingerprint, token and times,
+//     its response dropped; pruned by a sweep after the policy's
+//     TombstoneRetention.
+//   - policy: the lifecycle's tunables (Policy), and nothing else.
+//   - decision: what Step tells its caller to do (Decision).
+//   - transition: what one Step returns: its decision and the write that
+//     makes it durable (Transition).
+//   - verdict: the reconciler's finding about an unknown attempt: executed,
+//     not executed or still unknown (Verdict). A finding (idem.Finding) is a
+//     verdict with, when executed, the outcome.
+//
+// Outside core:
+//
+//   - result: how Executor.Do answered a request with a response, executed
+//     now or replayed (idem.Result).
+//   - flow: one request's way through the executor as a state machine
+//     (idem.Flow); an effect is one thing a flow asks of its host.
+//   - op: one event applied to one scope by load, step and write, one store
+//     call at a time (store.Op); what it did is an applied (store.Applied).
+//   - method: one of a store's methods (store.Method), the one list of store
+//     calls: what an op does next, what a history records, what a store
+//     error names.
+//   - labels: a counter's dimensions, use case, event and decision (never a
+//     key, principal or tenant).
+//   - ending: how a checked call ended (linearizability.Ending): ok,
+//     conflict, failed, or indeterminate (its effect is unknown, as Jepsen
+//     says). A report is what a linearizability check returns.
+//   - baseline: how the simulator's servers use the store: the correct
+//     executor, or an anti-pattern the checkers must catch (sim.Baseline).
+//   - trace event: one line of a simulated run's trace (sim.TraceEvent).
 //
 // # Lifecycle
 //

@@ -120,9 +120,9 @@ func (b Baseline) comparesFingerprints() bool { return b != BaselineNoFingerprin
 // --- evict-unknown: take a timeout for "did not execute" and free the key.
 
 // actionError is what a server reports of an action that ended with err, as
-// how (outcomeCompleted, outcomeNotExecuted, outcomeUnknown).
+// how (actionCompleted, actionNotExecuted, actionUnknown).
 func (w *world) actionError(err error, how int64) error {
-	if w.cfg.Baseline == BaselineEvictUnknown && how == outcomeUnknown {
+	if w.cfg.Baseline == BaselineEvictUnknown && how == actionUnknown {
 		return idem.NotExecuted(err) // the anti-pattern: a timeout taken for "did not happen"
 	}
 	return err

@@ -156,7 +156,7 @@ func (c *serverCall) run(r *opRun, kind uint8, ev core.Event) {
 // the fast path there is one, Apply.
 type opRun struct {
 	op      store.Op
-	applied store.Applied // the fast path's outcome
+	applied store.Applied // what the fast path did
 	err     error         // the fast path's error
 	done    bool          // the fast path's one call was made
 	ev      core.Event
@@ -305,7 +305,7 @@ func (c *serverCall) actionStep(kind uint8) {
 	w, s := c.s.w, c.s
 	switch kind {
 	case evActionRefused:
-		c.finishAction(core.Response{}, idem.NotExecuted(errGatewayRefused), outcomeNotExecuted)
+		c.finishAction(core.Response{}, idem.NotExecuted(errGatewayRefused), actionNotExecuted)
 	case evActionSend:
 		w.afterOnH(s, c.epoch, int64(w.cfg.GatewayTimeout), c, evActionTimeout)
 		if w.fault(FaultDisconnect, w.rng.net) {
@@ -318,9 +318,9 @@ func (c *serverCall) actionStep(kind uint8) {
 		}
 		w.afterH(w.netLatency(), c, evActionAtGateway)
 	case evActionTimeout:
-		c.finishAction(core.Response{}, errGatewayTimeout, outcomeUnknown)
+		c.finishAction(core.Response{}, errGatewayTimeout, actionUnknown)
 	case evActionCancelled:
-		c.finishAction(core.Response{}, context.Canceled, outcomeUnknown)
+		c.finishAction(core.Response{}, context.Canceled, actionUnknown)
 	case evActionAtGateway: // the gateway's own event: no server's crash or pause stops it
 		c.gwResult = w.gateway.handle(w, c.scope, c.att.req, c.attempt.Token, c.attempt.LockedUntil)
 		w.afterH(w.gatewayLatency()+w.netLatency(), c, evActionAnswered)
@@ -337,10 +337,10 @@ func (c *serverCall) actionStep(kind uint8) {
 		s.runEvent(event{h: c, kind: evActionDone, srv: s, epoch: c.epoch})
 	case evActionDone:
 		if c.gwResult.charge == nil {
-			c.finishAction(core.Response{}, idem.NotExecuted(errDeadlinePassed), outcomeNotExecuted)
+			c.finishAction(core.Response{}, idem.NotExecuted(errDeadlinePassed), actionNotExecuted)
 			return
 		}
-		c.finishAction(c.gwResult.charge.response(), nil, outcomeCompleted)
+		c.finishAction(c.gwResult.charge.response(), nil, actionCompleted)
 	}
 }
 
@@ -353,7 +353,7 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 	}
 	c.actionDone = true
 	c.hbStop = true
-	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatOutcome, Token: c.attempt.Token, Arg: how})
+	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatActionEnded, Token: c.attempt.Token, Arg: how})
 	if s.crashes(c.scope) { // after the side effect, before complete
 		return
 	}
@@ -362,9 +362,9 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 }
 
 const (
-	outcomeCompleted int64 = iota
-	outcomeNotExecuted
-	outcomeUnknown
+	actionCompleted int64 = iota
+	actionNotExecuted
+	actionUnknown
 )
 
 // heartbeat extends the attempt's lease every third of it until the action ends.

@@ -44,7 +44,7 @@ const (
 	WhatDecline                 // gateway: declined the card
 	WhatDeadline                // gateway: refused a request that arrived after its deadline
 	WhatGatewayCall             // server: calls the gateway for attempt Token
-	WhatOutcome                 // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown)
+	WhatActionEnded             // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown)
 	WhatCrash                   // server crashed
 	WhatRestart                 // server restarted
 	WhatPause                   // server paused for Arg ns
@@ -55,7 +55,7 @@ const (
 
 var whatNames = [whatCount]string{
 	"send", "lost", "answer", "done", "refused", "timeout", "decision", "store_error", "write", "fault_after_write",
-	"charge", "decline", "deadline", "gateway_call", "outcome", "crash", "restart", "pause", "reply", "heal",
+	"charge", "decline", "deadline", "gateway_call", "action_ended", "crash", "restart", "pause", "reply", "heal",
 }
 
 func (w What) String() string {
@@ -114,7 +114,7 @@ func (e *TraceEvent) Text() string {
 		b.WriteString("refuses: the attempt's deadline passed")
 	case WhatGatewayCall:
 		b.WriteString("calls the gateway")
-	case WhatOutcome:
+	case WhatActionEnded:
 		fmt.Fprintf(&b, "action ended: %s", [...]string{"completed", "not executed", "unknown"}[e.Arg])
 	case WhatCrash:
 		b.WriteString("crashes")

@@ -125,7 +125,7 @@ func (o *Op) loaded(snap *Snapshot) {
 
 func (o *Op) finish(err error) {
 	if err != nil && o.next == MethodLoad {
-		o.applied = Applied{} // nothing of an earlier round may pass for the outcome
+		o.applied = Applied{} // nothing of an earlier round may pass for what this event did
 	}
 	o.next, o.err = MethodNone, err
 }
@@ -155,7 +155,7 @@ func Apply(ctx context.Context, s Store, scope core.Scope, ev core.Event, p *cor
 	}
 	a, err := op.Result()
 	if err != nil {
-		*out = Applied{} // an ambiguous write is not this call's outcome
+		*out = Applied{} // an ambiguous write is not what this call did
 		return err
 	}
 	*out = *a
