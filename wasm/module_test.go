@@ -128,3 +128,5 @@ func TestRefusedErrorIdentity(t *testing.T) {
 		t.Fatal("a refused event changed the record")
 	}
 }
+
+func reflectDeepEqualRecord(a, b core.Record) bool { return reflect.DeepEqual(a, b) }
