@@ -7,7 +7,7 @@ FUZZPKGS ?= ./fingerprint/
 
 SIMSEEDS ?= 500
 
-.PHONY: sim sim-long test bench cover fuzz bench-fingerprint lincheck-long
+.PHONY: sim sim-long test bench cover fuzz bench-fingerprint lincheck-long wasm
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -26,6 +26,9 @@ test:
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run 'Allocs$$' ./fingerprint/ # allocation counts: built without -race only
 	cd fingerprint/internal/jcsbench && $(GO) vet ./... && $(GO) test ./...
+	@if command -v node >/dev/null 2>&1; then \
+	  echo "== node $$(node --version): wasm/js tests"; node --test wasm/js/; \
+	else echo "== node is not on PATH: skipping the wasm/js tests (CI has node 20)"; fi
 
 ## bench: every benchmark, with allocations, BENCHCOUNT times (compare with benchstat)
 bench:
@@ -53,3 +56,10 @@ bench-fingerprint:
 ## histories per stress test (about 2-3 minutes; make test runs 50)
 lincheck-long:
 	IDEM_LIN_HISTORIES=1000 $(GO) test -race -count=1 -timeout 30m -run '^TestMemstoreConformance$$' ./store/mem/
+
+## wasm: the core as a wasip1 reactor (wasm/idem.wasm, embedded by package
+## wasmcore), stripped, and the stamp that lets a test see it is stale
+wasm:
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o wasm/idem.wasm ./wasm/guest
+	$(GO) run ./wasm/internal/stampcmd
+	@echo "wasm/idem.wasm: $$(wc -c < wasm/idem.wasm) bytes, $$(gzip -9 -c wasm/idem.wasm | wc -c) gzipped"

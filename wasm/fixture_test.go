@@ -1,0 +1,270 @@
+package wasmcore
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/wasm/internal/abi"
+)
+
+var updateFixture = flag.Bool("update-fixture", false, "rewrite wasm/js/testdata/steps.json from the native core")
+
+const fixturePath = "js/testdata/steps.json"
+
+// TestNodeFixtureFresh regenerates the Node test's fixture: the golden
+// scenarios and 60 rapid cases, each step with what the native core.Step
+// answered. It fails if the checked-in file differs, so that the Node test
+// always checks the JavaScript host against today's Go results; rerun with
+// -update-fixture after a change of the core.
+func TestNodeFixtureFresh(t *testing.T) {
+	got, err := buildFixture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateFixture {
+		if err := os.WriteFile(fixturePath, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(fixturePath)
+	if err != nil {
+		t.Fatalf("%v: run go test ./wasm/ -run TestNodeFixtureFresh -update-fixture", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale against the native core: run go test ./wasm/ -run TestNodeFixtureFresh -update-fixture", fixturePath)
+	}
+}
+
+// The fixture's JSON shape. 64-bit integers (tokens, versions, durations and
+// times in Unix nanoseconds) are decimal strings, since JSON numbers lose
+// them in JavaScript; the zero time is null; bytes are base64, fingerprints hex.
+type (
+	fixture struct {
+		Comment string        `json:"comment"`
+		Cases   []fixtureCase `json:"cases"`
+	}
+	fixtureCase struct {
+		Name   string        `json:"name"`
+		Policy fixturePolicy `json:"policy"`
+		Start  fixtureRecord `json:"start"`
+		Steps  []fixtureStep `json:"steps"`
+	}
+	fixtureStep struct {
+		Event  fixtureEvent   `json:"event"`
+		Result *fixtureResult `json:"result"`
+		Error  *fixtureError  `json:"error"`
+		Record fixtureRecord  `json:"record"`
+	}
+	fixturePolicy struct {
+		LeaseDuration        string `json:"leaseDuration"`
+		TTL                  string `json:"ttl"`
+		InFlightWait         string `json:"inFlightWait"`
+		InFlightAnswer       uint8  `json:"inFlightAnswer"`
+		RetryAfter           string `json:"retryAfter"`
+		Expiry               uint8  `json:"expiry"`
+		Fail                 uint8  `json:"fail"`
+		ReconcileBackoffBase string `json:"reconcileBackoffBase"`
+		ReconcileBackoffCap  string `json:"reconcileBackoffCap"`
+		ReconcileAttemptsMax uint32 `json:"reconcileAttemptsMax"`
+		KeyBytesMax          int    `json:"keyBytesMax"`
+		RequestBytesMax      int    `json:"requestBytesMax"`
+		ResponseBytesMax     int    `json:"responseBytesMax"`
+	}
+	fixtureRecord struct {
+		Tenant            string          `json:"tenant"`
+		Principal         string          `json:"principal"`
+		UseCase           string          `json:"useCase"`
+		Key               string          `json:"key"`
+		Status            uint8           `json:"status"`
+		Fingerprint       string          `json:"fingerprint"`
+		Token             string          `json:"token"`
+		Version           string          `json:"version"`
+		Response          fixtureResponse `json:"response"`
+		LastErrorCode     string          `json:"lastErrorCode"`
+		LockedUntil       *string         `json:"lockedUntil"`
+		ReconcileAfter    *string         `json:"reconcileAfter"`
+		ReconcileAttempts uint32          `json:"reconcileAttempts"`
+		CreatedAt         *string         `json:"createdAt"`
+		CompletedAt       *string         `json:"completedAt"`
+		ExpiresAt         *string         `json:"expiresAt"`
+	}
+	fixtureResponse struct {
+		StatusCode    int              `json:"statusCode"`
+		Headers       *[]fixtureHeader `json:"headers"`
+		Body          *string          `json:"body"`
+		SchemaVersion uint32           `json:"schemaVersion"`
+	}
+	fixtureHeader struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	fixtureEvent struct {
+		Kind        uint8           `json:"kind"`
+		Now         *string         `json:"now"`
+		Fingerprint string          `json:"fingerprint"`
+		Token       string          `json:"token"`
+		Response    fixtureResponse `json:"response"`
+		ErrorCode   string          `json:"errorCode"`
+		Verdict     uint8           `json:"verdict"`
+	}
+	fixtureResult struct {
+		DecisionKind  uint8  `json:"decisionKind"`
+		DecisionToken string `json:"decisionToken"`
+		RetryAfter    string `json:"retryAfter"`
+		WriteKind     uint8  `json:"writeKind"`
+		ExpectVersion string `json:"expectVersion"`
+		ExpectToken   string `json:"expectToken"`
+	}
+	fixtureError struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+)
+
+// sentinelNames are the Go names of abi.Sentinels, in their order: the
+// JavaScript host reports an error's identity by the same names.
+var sentinelNames = []string{
+	"ErrInvalidScope", "ErrInvalidKey", "ErrFingerprintLength", "ErrFingerprintMissing",
+	"ErrTimeMissing", "ErrTokenMissing", "ErrTokenNotFresh", "ErrResponseInvalid",
+	"ErrResponseTooLarge", "ErrUnknownEvent", "ErrUnknownVerdict", "ErrInvalidRecord",
+	"ErrInvalidPolicy",
+}
+
+func fxTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := strconv.FormatInt(t.UnixNano(), 10)
+	return &s
+}
+
+func fxU64(v uint64) string { return strconv.FormatUint(v, 10) }
+func fxI64(v int64) string  { return strconv.FormatInt(v, 10) }
+
+func fxResponse(r core.Response) fixtureResponse {
+	out := fixtureResponse{StatusCode: r.StatusCode, SchemaVersion: r.SchemaVersion}
+	if r.Headers != nil {
+		hs := make([]fixtureHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			hs[i] = fixtureHeader{h.Name, h.Value}
+		}
+		out.Headers = &hs
+	}
+	if r.Body != nil {
+		b := base64.StdEncoding.EncodeToString(r.Body)
+		out.Body = &b
+	}
+	return out
+}
+
+func fxRecord(r core.Record) fixtureRecord {
+	return fixtureRecord{
+		Tenant: r.Scope.Tenant, Principal: r.Scope.Principal, UseCase: r.Scope.UseCase, Key: r.Scope.Key,
+		Status: uint8(r.Status), Fingerprint: hex.EncodeToString(r.Fingerprint[:]),
+		Token: fxU64(uint64(r.Token)), Version: fxU64(r.Version), Response: fxResponse(r.Response),
+		LastErrorCode: r.LastErrorCode, LockedUntil: fxTime(r.LockedUntil), ReconcileAfter: fxTime(r.ReconcileAfter),
+		ReconcileAttempts: r.ReconcileAttempts, CreatedAt: fxTime(r.CreatedAt), CompletedAt: fxTime(r.CompletedAt),
+		ExpiresAt: fxTime(r.ExpiresAt),
+	}
+}
+
+func fxPolicy(p core.Policy) fixturePolicy {
+	return fixturePolicy{
+		LeaseDuration: fxI64(int64(p.LeaseDuration)), TTL: fxI64(int64(p.TTL)), InFlightWait: fxI64(int64(p.InFlightWait)),
+		InFlightAnswer: uint8(p.InFlightAnswer), RetryAfter: fxI64(int64(p.RetryAfter)), Expiry: uint8(p.Expiry), Fail: uint8(p.Fail),
+		ReconcileBackoffBase: fxI64(int64(p.ReconcileBackoffBase)), ReconcileBackoffCap: fxI64(int64(p.ReconcileBackoffCap)),
+		ReconcileAttemptsMax: p.ReconcileAttemptsMax, KeyBytesMax: p.KeyBytesMax, RequestBytesMax: p.RequestBytesMax,
+		ResponseBytesMax: p.ResponseBytesMax,
+	}
+}
+
+func fxEvent(e core.Event) fixtureEvent {
+	return fixtureEvent{
+		Kind: uint8(e.Kind), Now: fxTime(e.Now), Fingerprint: hex.EncodeToString(e.Fingerprint[:]),
+		Token: fxU64(uint64(e.Token)), Response: fxResponse(e.Response), ErrorCode: e.ErrorCode, Verdict: uint8(e.Verdict),
+	}
+}
+
+// fixtureCaseOf steps c natively and records every step.
+func fixtureCaseOf(name string, c stepCase) fixtureCase {
+	fc := fixtureCase{Name: name, Policy: fxPolicy(c.Policy), Start: fxRecord(c.Start)}
+	cur := c.Start
+	for _, ev := range c.Events {
+		p := c.Policy
+		e := ev
+		res, err := core.Step(&cur, &e, &p)
+		s := fixtureStep{Event: fxEvent(ev), Record: fxRecord(cur)}
+		if err != nil {
+			code := abi.CodeOf(err)
+			name := "ErrUnidentified"
+			if int(code) < len(sentinelNames) {
+				name = sentinelNames[code]
+			}
+			s.Error = &fixtureError{Code: name, Message: err.Error()}
+		} else {
+			s.Result = &fixtureResult{
+				DecisionKind: uint8(res.Decision.Kind), DecisionToken: fxU64(uint64(res.Decision.Token)),
+				RetryAfter: fxI64(int64(res.Decision.RetryAfter)), WriteKind: uint8(res.Write.Kind),
+				ExpectVersion: fxU64(res.Write.ExpectVersion), ExpectToken: fxU64(uint64(res.Write.ExpectToken)),
+			}
+		}
+		fc.Steps = append(fc.Steps, s)
+	}
+	return fc
+}
+
+func buildFixture() ([]byte, error) {
+	if len(sentinelNames) != len(abi.Sentinels) {
+		return nil, fmt.Errorf("sentinelNames has %d names for %d sentinels", len(sentinelNames), len(abi.Sentinels))
+	}
+	fx := fixture{Comment: "generated by go test ./wasm/ -run TestNodeFixtureFresh -update-fixture from the native core; read by idem.test.mjs"}
+	scenarios, err := readGoldenScenarios()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range scenarios {
+		// A policy command starts a new case from the record so far.
+		c := stepCase{Policy: core.DefaultPolicy(), Start: core.Record{Scope: goldenScope}}
+		name := s.File
+		flush := func() {
+			if len(c.Events) > 0 {
+				fx.Cases = append(fx.Cases, fixtureCaseOf("golden "+name, c))
+			}
+		}
+		for _, cmd := range s.Commands {
+			switch {
+			case cmd.Policy != nil:
+				flush()
+				cur := c.Start
+				for _, ev := range c.Events {
+					p, e := c.Policy, ev
+					core.Step(&cur, &e, &p)
+				}
+				c = stepCase{Policy: *cmd.Policy, Start: cur}
+				name = fmt.Sprintf("%s:%d", s.File, cmd.LineNo)
+			case cmd.Event != nil:
+				c.Events = append(c.Events, *cmd.Event)
+			}
+		}
+		flush()
+	}
+	gen := genCase(genOptions{bodyBytesMax: 2 << 10, kind200: true})
+	for seed := 0; seed < 60; seed++ {
+		fx.Cases = append(fx.Cases, fixtureCaseOf(fmt.Sprintf("rapid example %d", seed), gen.Example(seed)))
+	}
+	b, err := json.MarshalIndent(fx, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

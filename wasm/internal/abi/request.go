@@ -1,0 +1,277 @@
+package abi
+
+import (
+	"errors"
+	"time"
+	"unsafe"
+
+	"github.com/idemkit/idem/core"
+)
+
+// AppendRequest appends the encoding of (p, rec, ev) to dst: the policy,
+// then the record, then the event (ABI.md, "Request").
+func AppendRequest(dst []byte, rec *core.Record, ev *core.Event, p *core.Policy) []byte {
+	dst = appendPolicy(dst, p)
+	dst = appendRecord(dst, rec)
+	dst = append(dst, byte(ev.Kind))
+	dst = appendTime(dst, ev.Now)
+	dst = append(dst, ev.Fingerprint[:]...)
+	dst = appendU64(dst, uint64(ev.Token))
+	dst = appendResponse(dst, &ev.Response)
+	dst = appendString(dst, ev.ErrorCode)
+	return append(dst, byte(ev.Verdict))
+}
+
+func appendPolicy(dst []byte, p *core.Policy) []byte {
+	dst = appendU64(dst, uint64(p.LeaseDuration))
+	dst = appendU64(dst, uint64(p.TTL))
+	dst = appendU64(dst, uint64(p.InFlightWait))
+	dst = append(dst, byte(p.InFlightAnswer))
+	dst = appendU64(dst, uint64(p.RetryAfter))
+	dst = append(dst, byte(p.Expiry), byte(p.Fail))
+	dst = appendU64(dst, uint64(p.ReconcileBackoffBase))
+	dst = appendU64(dst, uint64(p.ReconcileBackoffCap))
+	dst = appendU32(dst, p.ReconcileAttemptsMax)
+	dst = appendU64(dst, uint64(p.KeyBytesMax))
+	dst = appendU64(dst, uint64(p.RequestBytesMax))
+	return appendU64(dst, uint64(p.ResponseBytesMax))
+}
+
+func appendRecord(dst []byte, r *core.Record) []byte {
+	dst = appendScope(dst, &r.Scope)
+	dst = append(dst, byte(r.Status))
+	dst = append(dst, r.Fingerprint[:]...)
+	dst = appendU64(dst, uint64(r.Token))
+	dst = appendU64(dst, r.Version)
+	dst = appendResponse(dst, &r.Response)
+	dst = appendString(dst, r.LastErrorCode)
+	dst = appendTime(dst, r.LockedUntil)
+	dst = appendTime(dst, r.ReconcileAfter)
+	dst = appendU32(dst, r.ReconcileAttempts)
+	dst = appendTime(dst, r.CreatedAt)
+	dst = appendTime(dst, r.CompletedAt)
+	return appendTime(dst, r.ExpiresAt)
+}
+
+func appendScope(dst []byte, s *core.Scope) []byte {
+	dst = appendString(dst, s.Tenant)
+	dst = appendString(dst, s.Principal)
+	dst = appendString(dst, s.UseCase)
+	return appendString(dst, s.Key)
+}
+
+func appendResponse(dst []byte, r *core.Response) []byte {
+	dst = appendU64(dst, uint64(r.StatusCode))
+	dst = appendU32(dst, r.SchemaVersion)
+	if r.Headers == nil {
+		dst = appendU32(dst, nilLength)
+	} else {
+		dst = appendU32(dst, uint32(len(r.Headers)))
+		for i := range r.Headers {
+			dst = appendString(dst, r.Headers[i].Name)
+			dst = appendString(dst, r.Headers[i].Value)
+		}
+	}
+	if r.Body == nil {
+		return appendU32(dst, nilLength)
+	}
+	dst = appendU32(dst, uint32(len(r.Body)))
+	return append(dst, r.Body...)
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = appendU32(dst, uint32(len(s)))
+	return append(dst, s...)
+}
+
+// appendTime writes the zero time as a tag alone, so that IsZero survives,
+// and any other time as its instant: a location is a host's concern (the
+// host restores it, see ApplyAnswer) and a monotonic reading is dropped by
+// Step anyway.
+func appendTime(dst []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(dst, TimeZero)
+	}
+	dst = append(dst, TimeInstant)
+	dst = appendU64(dst, uint64(t.Unix()))
+	return appendU32(dst, uint32(t.Nanosecond()))
+}
+
+// Locations that mark where a time in the guest came from. The guest decodes
+// every record time in InputLoc and the event's Now in NowLoc, both UTC
+// offsets of zero, so the core computes exactly as in UTC. After Step, a
+// field still in InputLoc is unchanged, one in NowLoc was derived from the
+// event's Now (the host puts it back in Now's location, as the native Step
+// would have), and a zero time without a location was cleared.
+var (
+	InputLoc = time.FixedZone("idem-input", 0)
+	NowLoc   = time.FixedZone("idem-now", 0)
+)
+
+// errShort is the one decoding failure: the request ended early or a length
+// points past its end.
+var errShort = errors.New("request truncated or a length out of range")
+
+// reader decodes a request without copying: strings and byte slices alias
+// the request buffer, which the guest keeps unchanged until Step returns and
+// which the core does not retain after it.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b)-r.off {
+		r.err = errShort
+		return nil
+	}
+	s := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) u8() uint8 {
+	if b := r.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *reader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if b := r.take(8); b != nil {
+		return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	}
+	return 0
+}
+
+func (r *reader) str() string {
+	n := r.u32()
+	if n == 0 {
+		return ""
+	}
+	b := r.take(int(n))
+	if b == nil {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// bytesOrNil returns nil for nilLength; an empty, non-nil slice is built on
+// empty so that two empty slices of one request have distinct addresses (the
+// guest tells the event's response from the record's by address).
+func (r *reader) bytesOrNil(empty *[1]byte) []byte {
+	n := r.u32()
+	switch {
+	case n == nilLength:
+		return nil
+	case n == 0:
+		return empty[:0:0]
+	}
+	return r.take(int(n))
+}
+
+func (r *reader) time(loc *time.Location) time.Time {
+	switch r.u8() {
+	case TimeZero:
+		return time.Time{}.In(loc)
+	case TimeInstant:
+		sec := int64(r.u64())
+		nsec := r.u32()
+		if nsec >= 1e9 {
+			r.err = errors.New("nanoseconds out of range")
+		}
+		return time.Unix(sec, int64(nsec)).In(loc)
+	}
+	if r.err == nil {
+		r.err = errors.New("unknown time tag")
+	}
+	return time.Time{}
+}
+
+// Backing arrays of the record's and the event's empty, non-nil slices.
+var (
+	recEmptyBody, evEmptyBody       [1]byte
+	recEmptyHeaders, evEmptyHeaders [1]core.Header
+)
+
+func (r *reader) response(resp *core.Response, emptyBody *[1]byte, emptyHeaders *[1]core.Header) {
+	resp.StatusCode = int(int64(r.u64()))
+	resp.SchemaVersion = r.u32()
+	switch n := r.u32(); {
+	case n == nilLength:
+		resp.Headers = nil
+	case n == 0:
+		resp.Headers = emptyHeaders[:0:0]
+	case n > uint32(len(r.b)-r.off)/8:
+		// Each header takes at least 8 bytes: refuse a count that cannot
+		// fit rather than allocate for it.
+		r.err = errShort
+	default:
+		resp.Headers = make([]core.Header, n)
+		for i := range resp.Headers {
+			resp.Headers[i].Name = r.str()
+			resp.Headers[i].Value = r.str()
+		}
+	}
+	resp.Body = r.bytesOrNil(emptyBody)
+}
+
+// DecodeRequest decodes b, written by AppendRequest, into rec, ev and p, with
+// the times marked as InputLoc and NowLoc say. The decoded values alias b.
+func DecodeRequest(b []byte, rec *core.Record, ev *core.Event, p *core.Policy) error {
+	r := reader{b: b}
+	p.LeaseDuration = time.Duration(r.u64())
+	p.TTL = time.Duration(r.u64())
+	p.InFlightWait = time.Duration(r.u64())
+	p.InFlightAnswer = core.InFlightAnswer(r.u8())
+	p.RetryAfter = time.Duration(r.u64())
+	p.Expiry = core.ExpiryMode(r.u8())
+	p.Fail = core.FailMode(r.u8())
+	p.ReconcileBackoffBase = time.Duration(r.u64())
+	p.ReconcileBackoffCap = time.Duration(r.u64())
+	p.ReconcileAttemptsMax = r.u32()
+	p.KeyBytesMax = int(int64(r.u64()))
+	p.RequestBytesMax = int(int64(r.u64()))
+	p.ResponseBytesMax = int(int64(r.u64()))
+
+	rec.Scope.Tenant = r.str()
+	rec.Scope.Principal = r.str()
+	rec.Scope.UseCase = r.str()
+	rec.Scope.Key = r.str()
+	rec.Status = core.Status(r.u8())
+	copy(rec.Fingerprint[:], r.take(core.FingerprintBytes))
+	rec.Token = core.Token(r.u64())
+	rec.Version = r.u64()
+	r.response(&rec.Response, &recEmptyBody, &recEmptyHeaders)
+	rec.LastErrorCode = r.str()
+	rec.LockedUntil = r.time(InputLoc)
+	rec.ReconcileAfter = r.time(InputLoc)
+	rec.ReconcileAttempts = r.u32()
+	rec.CreatedAt = r.time(InputLoc)
+	rec.CompletedAt = r.time(InputLoc)
+	rec.ExpiresAt = r.time(InputLoc)
+
+	ev.Kind = core.EventKind(r.u8())
+	ev.Now = r.time(NowLoc)
+	copy(ev.Fingerprint[:], r.take(core.FingerprintBytes))
+	ev.Token = core.Token(r.u64())
+	r.response(&ev.Response, &evEmptyBody, &evEmptyHeaders)
+	ev.ErrorCode = r.str()
+	ev.Verdict = core.Verdict(r.u8())
+	if r.err == nil && r.off != len(b) {
+		r.err = errors.New("trailing bytes")
+	}
+	if r.err != nil {
+		return errors.Join(ErrMalformedRequest, r.err)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package wasmcore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/wasm/internal/stamp"
+)
+
+// TestModuleFresh fails when the embedded idem.wasm was not built from the
+// sources as they are now: `make wasm` records the hash of the core's, the
+// guest's and the ABI's sources beside the module (idem.wasm.stamp), and this
+// recomputes it. It also checks that the stamp is about this very module.
+func TestModuleFresh(t *testing.T) {
+	f, err := os.Open("idem.wasm.stamp")
+	if err != nil {
+		t.Fatalf("%v: run `make wasm`", err)
+	}
+	defer f.Close()
+	s, err := stamp.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stamp.ModuleHash(module); got != s.Module {
+		t.Errorf("the embedded idem.wasm (sha256 %s) is not the module the stamp describes (%s): run `make wasm`", got, s.Module)
+	}
+	sources, err := stamp.SourcesHash("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sources != s.Sources {
+		t.Errorf("idem.wasm is stale: core/, wasm/guest/, wasm/internal/abi/ or go.mod changed since it was built (sources %s, stamp %s): run `make wasm`", sources, s.Sources)
+	}
+}
+
+// TestSourcesHashSeesEdits shows that the hash TestModuleFresh compares
+// moves with any edit of a core source, so that the staleness check can fail.
+func TestSourcesHashSeesEdits(t *testing.T) {
+	root := t.TempDir()
+	for _, dir := range []string{"core", "wasm/guest", "wasm/internal/abi"} {
+		if err := os.MkdirAll(root+"/"+dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(root+"/"+name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module m\n")
+	write("core/step.go", "package core\n")
+	write("core/step_test.go", "package core\n")
+	h0, err := stamp.SourcesHash(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("core/step_test.go", "package core // tests are not in the module\n")
+	if h, _ := stamp.SourcesHash(root); h != h0 {
+		t.Error("editing a test file changed the sources hash")
+	}
+	write("core/step.go", "package core // an edit\n")
+	if h, _ := stamp.SourcesHash(root); h == h0 {
+		t.Error("editing core/step.go left the sources hash as it was")
+	}
+}
+
+// versionModule is a hand-written wasm module exporting only
+// idem_abi_version, returning 99: a module from another ABI.
+var versionModule = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
+	0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7f, // type section: () -> i32
+	0x03, 0x02, 0x01, 0x00, // function section: one function of type 0
+	0x07, 0x14, 0x01, 0x10, // export section: one export, a 16-byte name
+	'i', 'd', 'e', 'm', '_', 'a', 'b', 'i', '_', 'v', 'e', 'r', 's', 'i', 'o', 'n',
+	0x00, 0x00, // a function, index 0
+	0x0a, 0x07, 0x01, 0x05, 0x00, 0x41, 0xe3, 0x00, 0x0b, // code: i32.const 99, end
+}
+
+// TestABIVersionMismatch: a module of another ABI version, or one without a
+// version, is refused with ErrABIVersion and a message naming both versions.
+func TestABIVersionMismatch(t *testing.T) {
+	ctx := context.Background()
+	_, err := newHost(ctx, versionModule)
+	if !errors.Is(err, ErrABIVersion) {
+		t.Fatalf("newHost(ABI v99 module) = %v, want ErrABIVersion", err)
+	}
+	if !strings.Contains(err.Error(), "v99") || !strings.Contains(err.Error(), "v1") {
+		t.Errorf("the error should name both versions: %v", err)
+	}
+	noVersion := append([]byte(nil), versionModule...)
+	copy(noVersion[23:], "idem_abi_xxxxxxx") // rename the export (its name starts at byte 23)
+	if _, err := newHost(ctx, noVersion); !errors.Is(err, ErrABIVersion) {
+		t.Fatalf("newHost(module without a version) = %v, want ErrABIVersion", err)
+	}
+}
+
+// TestRefusedErrorIdentity: a refused event comes back as an error that
+// errors.Is-matches the core's sentinel, with the native message, and
+// leaves the record as it was.
+func TestRefusedErrorIdentity(t *testing.T) {
+	h := testHost(t)
+	p := core.DefaultPolicy()
+	rec := core.Record{Scope: goldenScope}
+	ev := core.Event{Kind: core.EventReserve, Now: goldenT0, Token: 1, Fingerprint: core.Fingerprint{1}}
+	if _, err := h.Step(&rec, &ev, &p); err != nil {
+		t.Fatal(err)
+	}
+	before := rec
+	bad := core.Event{Kind: core.EventComplete, Now: goldenT0, Token: 1, Response: core.Response{StatusCode: 204, Body: []byte("x")}}
+	_, errW := h.Step(&rec, &bad, &p)
+	nativeRec := before
+	_, errN := core.Step(&nativeRec, &bad, &p)
+	if !errors.Is(errW, core.ErrResponseInvalid) || !core.Refused(errW) {
+		t.Fatalf("wasm error %v does not match core.ErrResponseInvalid", errW)
+	}
+	if errW.Error() != errN.Error() {
+		t.Fatalf("wasm error %q, native %q", errW, errN)
+	}
+	if errors.Is(errW, core.ErrResponseTooLarge) {
+		t.Fatal("the error matches a sentinel it does not wrap")
+	}
+	if !reflect.DeepEqual(rec, before) {
+		t.Fatal("a refused event changed the record")
+	}
+}
+
+func reflectDeepEqualRecord(a, b core.Record) bool { return reflect.DeepEqual(a, b) }
