@@ -118,7 +118,7 @@ func BenchmarkStepJSON(b *testing.B) {
 		}
 		out, _ := inst.mem.Read(uint32(inst.stack[0]>>32), uint32(inst.stack[0]))
 		var ans struct {
-			Result core.Result
+			Result core.Transition
 			Record core.Record
 			Code   uint8
 			Error  string

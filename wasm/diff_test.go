@@ -30,7 +30,7 @@ func testHost(t testing.TB) *Host {
 
 // The signature check the simulator's flag relies on: Host.Step is a
 // drop-in for core.Step.
-var _ func(*core.Record, *core.Event, *core.Policy) (core.Result, error) = (*Host)(nil).Step
+var _ func(*core.Record, *core.Event, *core.Policy) (core.Transition, error) = (*Host)(nil).Step
 
 // TestDifferential steps rapid's cases natively and through wasm: every
 // Result, record (compared with reflect.DeepEqual: times with their

@@ -76,6 +76,7 @@ type (
 		ReconcileBackoffBase string `json:"reconcileBackoffBase"`
 		ReconcileBackoffCap  string `json:"reconcileBackoffCap"`
 		ReconcileAttemptsMax uint32 `json:"reconcileAttemptsMax"`
+		TombstoneRetention   string `json:"tombstoneRetention"`
 		KeyBytesMax          int    `json:"keyBytesMax"`
 		RequestBytesMax      int    `json:"requestBytesMax"`
 		ResponseBytesMax     int    `json:"responseBytesMax"`
@@ -183,7 +184,7 @@ func fxPolicy(p core.Policy) fixturePolicy {
 		LeaseDuration: fxI64(int64(p.LeaseDuration)), TTL: fxI64(int64(p.TTL)), InFlightWait: fxI64(int64(p.InFlightWait)),
 		InFlightAnswer: uint8(p.InFlightAnswer), RetryAfter: fxI64(int64(p.RetryAfter)), Expiry: uint8(p.Expiry), Fail: uint8(p.Fail),
 		ReconcileBackoffBase: fxI64(int64(p.ReconcileBackoffBase)), ReconcileBackoffCap: fxI64(int64(p.ReconcileBackoffCap)),
-		ReconcileAttemptsMax: p.ReconcileAttemptsMax, KeyBytesMax: p.KeyBytesMax, RequestBytesMax: p.RequestBytesMax,
+		ReconcileAttemptsMax: p.ReconcileAttemptsMax, TombstoneRetention: fxI64(int64(p.TombstoneRetention)), KeyBytesMax: p.KeyBytesMax, RequestBytesMax: p.RequestBytesMax,
 		ResponseBytesMax: p.ResponseBytesMax,
 	}
 }

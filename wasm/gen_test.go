@@ -64,6 +64,7 @@ func genPolicy(t *rapid.T) core.Policy {
 	p.ReconcileBackoffCap = p.ReconcileBackoffBase * time.Duration(rapid.SampledFrom([]int{1, 3, 1000}).Draw(t, "backoff_cap_factor"))
 	p.ReconcileAttemptsMax = uint32(rapid.IntRange(1, 5).Draw(t, "attempts_max"))
 	p.ResponseBytesMax = rapid.SampledFrom([]int{16, 1024, 1 << 20}).Draw(t, "response_bytes_max")
+	p.TombstoneRetention = rapid.SampledFrom([]time.Duration{time.Second, time.Hour, core.TTLCap}).Draw(t, "tombstone_retention")
 	switch rapid.IntRange(0, 19).Draw(t, "invalid_policy_field") {
 	case 0:
 		p.LeaseDuration = genDuration(t, "bad_lease")
@@ -89,6 +90,8 @@ func genPolicy(t *rapid.T) core.Policy {
 		p.ResponseBytesMax = rapid.IntRange(-1, 0).Draw(t, "bad_response_bytes_max")
 	case 11:
 		p.ReconcileBackoffBase = genDuration(t, "bad_backoff_base")
+	case 12:
+		p.TombstoneRetention = genDuration(t, "bad_tombstone_retention")
 	}
 	return p
 }
@@ -214,7 +217,7 @@ func genCase(o genOptions) *rapid.Generator[stepCase] {
 }
 
 // stepper is core.Step's signature: the native core and Host.Step both are.
-type stepper func(*core.Record, *core.Event, *core.Policy) (core.Result, error)
+type stepper func(*core.Record, *core.Event, *core.Policy) (core.Transition, error)
 
 // compareStep steps a copy of cur with each of native and wasm and reports
 // how they differ, or "". It returns the native record after the step.

@@ -138,6 +138,8 @@ func parseGoldenCommand(cmd *goldenCommand, policy *core.Policy) error {
 				policy.ReconcileBackoffBase = dur(k)
 			case "backoff_cap":
 				policy.ReconcileBackoffCap = dur(k)
+			case "retention":
+				policy.TombstoneRetention = dur(k)
 			case "attempts_max":
 				policy.ReconcileAttemptsMax = uint32(num(k))
 			case "expiry":
@@ -177,7 +179,7 @@ func parseGoldenCommand(cmd *goldenCommand, policy *core.Policy) error {
 
 // describeStep is what a scenario expects after an event command, in the
 // core's golden format.
-func describeStep(res core.Result, rec *core.Record, err error) string {
+func describeStep(res core.Transition, rec *core.Record, err error) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}

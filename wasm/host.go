@@ -118,11 +118,11 @@ func (h *Host) Close(ctx context.Context) error {
 // `step := h.Step` replaces `step := core.Step`. On an error from the core
 // (a refused event) rec is unchanged and the error unwraps to the core's
 // sentinel; on a trap it is unchanged and the error wraps ErrTrap.
-func (h *Host) Step(rec *core.Record, ev *core.Event, p *core.Policy) (core.Result, error) {
+func (h *Host) Step(rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error) {
 	ctx := context.Background()
 	inst, err := h.get(ctx)
 	if err != nil {
-		return core.Result{}, err
+		return core.Transition{}, err
 	}
 	res, err := inst.step(ctx, rec, ev, p)
 	if errors.Is(err, ErrTrap) {
@@ -216,21 +216,21 @@ func newInstance(ctx context.Context, mod api.Module) (*instance, error) {
 
 // step encodes the request, writes it into the guest, calls idem_step and
 // decodes the answer.
-func (inst *instance) step(ctx context.Context, rec *core.Record, ev *core.Event, p *core.Policy) (core.Result, error) {
+func (inst *instance) step(ctx context.Context, rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error) {
 	inst.request = abi.AppendRequest(inst.request[:0], rec, ev, p)
 	n := uint32(len(inst.request))
 	if uint64(len(inst.request)) != uint64(n) {
-		return core.Result{}, fmt.Errorf("idem/wasm: a %d-byte request does not fit a 32-bit address space", len(inst.request))
+		return core.Transition{}, fmt.Errorf("idem/wasm: a %d-byte request does not fit a 32-bit address space", len(inst.request))
 	}
 	if n > inst.inputCap {
 		inst.stack[0] = uint64(n)
 		if err := inst.input.CallWithStack(ctx, inst.stack); err != nil {
-			return core.Result{}, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportInput, err)
+			return core.Transition{}, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportInput, err)
 		}
 		inst.inputAddr, inst.inputCap = uint32(inst.stack[0]), n
 	}
 	if !inst.mem.Write(inst.inputAddr, inst.request) {
-		return core.Result{}, fmt.Errorf("%w: input buffer at %#x+%d is outside the module's memory", ErrTrap, inst.inputAddr, n)
+		return core.Transition{}, fmt.Errorf("%w: input buffer at %#x+%d is outside the module's memory", ErrTrap, inst.inputAddr, n)
 	}
 	// Drop a large request's copy on the host side: a rare 1 MiB response
 	// should not stay pinned in every pooled instance.
@@ -239,12 +239,12 @@ func (inst *instance) step(ctx context.Context, rec *core.Record, ev *core.Event
 	}
 	inst.stack[0] = uint64(n)
 	if err := inst.stepFunc.CallWithStack(ctx, inst.stack); err != nil {
-		return core.Result{}, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportStep, err)
+		return core.Transition{}, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportStep, err)
 	}
 	addr, size := uint32(inst.stack[0]>>32), uint32(inst.stack[0])
 	answer, ok := inst.mem.Read(addr, size)
 	if !ok {
-		return core.Result{}, fmt.Errorf("%w: answer at %#x+%d is outside the module's memory", ErrMalformedAnswer, addr, size)
+		return core.Transition{}, fmt.Errorf("%w: answer at %#x+%d is outside the module's memory", ErrMalformedAnswer, addr, size)
 	}
 	return abi.ApplyAnswer(answer, rec, ev)
 }

@@ -22,7 +22,7 @@ type jsonRequest struct {
 }
 
 type jsonAnswer struct {
-	Result core.Result
+	Result core.Transition
 	Record core.Record
 	Code   uint8
 	Error  string

@@ -14,7 +14,7 @@ import "github.com/idemkit/idem/core"
 // It also turns an event of kind 200 (which the native core refuses with
 // ErrUnknownEvent) into a panic, so that the host's trap handling can be
 // tested against a real trap of a real module.
-func perturb(res *core.Result, ev *core.Event) {
+func perturb(res *core.Transition, ev *core.Event) {
 	if res.Decision.Kind == core.DecisionInFlight {
 		res.Decision.Kind = core.DecisionReconciling
 	}

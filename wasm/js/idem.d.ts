@@ -46,7 +46,7 @@ export interface Event {
 export interface Policy {
   leaseDuration: bigint; ttl: bigint; inFlightWait: bigint; inFlightAnswer: number;
   retryAfter: bigint; expiry: number; fail: number;
-  reconcileBackoffBase: bigint; reconcileBackoffCap: bigint; reconcileAttemptsMax: number;
+  reconcileBackoffBase: bigint; reconcileBackoffCap: bigint; reconcileAttemptsMax: number; tombstoneRetention: bigint;
   keyBytesMax: number; requestBytesMax: number; responseBytesMax: number;
 }
 

@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { WASI } from 'node:wasi';
 
 /** The ABI version this host speaks (ABI.md). */
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
 
 /** Names of the core's error sentinels, by ABI error code (ABI.md). */
 export const ERROR_CODES = [
@@ -57,6 +57,7 @@ export function defaultPolicy() {
     reconcileBackoffBase: NANOS,
     reconcileBackoffCap: 5n * 60n * NANOS,
     reconcileAttemptsMax: 20,
+    tombstoneRetention: 24n * 3600n * NANOS,
     keyBytesMax: 255,
     requestBytesMax: 1 << 20,
     responseBytesMax: 1 << 20,
@@ -114,7 +115,7 @@ class Writer {
   request(record, event, p) {
     this.u64(p.leaseDuration); this.u64(p.ttl); this.u64(p.inFlightWait); this.u8(p.inFlightAnswer);
     this.u64(p.retryAfter); this.u8(p.expiry); this.u8(p.fail);
-    this.u64(p.reconcileBackoffBase); this.u64(p.reconcileBackoffCap); this.u32(p.reconcileAttemptsMax);
+    this.u64(p.reconcileBackoffBase); this.u64(p.reconcileBackoffCap); this.u32(p.reconcileAttemptsMax); this.u64(p.tombstoneRetention);
     this.u64(p.keyBytesMax); this.u64(p.requestBytesMax); this.u64(p.responseBytesMax);
     const r = record;
     this.str(r.tenant); this.str(r.principal); this.str(r.useCase); this.str(r.key);

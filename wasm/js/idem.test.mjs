@@ -36,7 +36,7 @@ function policy(p) {
   return {
     ...p, leaseDuration: big(p.leaseDuration), ttl: big(p.ttl), inFlightWait: big(p.inFlightWait),
     retryAfter: big(p.retryAfter), reconcileBackoffBase: big(p.reconcileBackoffBase),
-    reconcileBackoffCap: big(p.reconcileBackoffCap),
+    reconcileBackoffCap: big(p.reconcileBackoffCap), tombstoneRetention: big(p.tombstoneRetention),
   };
 }
 function result(r) {

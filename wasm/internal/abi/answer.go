@@ -20,7 +20,7 @@ func AppendRefused(dst []byte, err error) []byte {
 // Result, and the fields of after that differ from before (the record as
 // decoded), see the Changed bits. ev is the event Step was given: a response
 // that Step took from it is sent as ResponseFromEvent, not as bytes.
-func AppendOK(dst []byte, res *core.Result, before, after *core.Record, ev *core.Event) []byte {
+func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *core.Event) []byte {
 	dst = append(dst, AnswerOK, byte(res.Decision.Kind))
 	dst = appendU64(dst, uint64(res.Decision.Token))
 	dst = appendU64(dst, uint64(res.Decision.RetryAfter))
@@ -156,21 +156,21 @@ func appendAnswerTime(dst []byte, t time.Time) []byte {
 // rebuilt error and leaves rec alone. b is only read during the call: every
 // string and slice kept is copied (or, for a response taken from the event,
 // shared with ev as natively).
-func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Result, error) {
+func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Transition, error) {
 	r := reader{b: b}
 	switch r.u8() {
 	case AnswerRefused:
 		code := r.u8()
 		msg := r.str()
 		if r.err != nil || r.off != len(b) {
-			return core.Result{}, malformed(r.err)
+			return core.Transition{}, malformed(r.err)
 		}
-		return core.Result{}, ErrorOf(code, strings.Clone(msg))
+		return core.Transition{}, ErrorOf(code, strings.Clone(msg))
 	case AnswerOK:
 	default:
-		return core.Result{}, malformed(errors.New("unknown answer status"))
+		return core.Transition{}, malformed(errors.New("unknown answer status"))
 	}
-	var res core.Result
+	var res core.Transition
 	res.Decision.Kind = core.DecisionKind(r.u8())
 	res.Decision.Token = core.Token(r.u64())
 	res.Decision.RetryAfter = time.Duration(r.u64())
@@ -179,7 +179,7 @@ func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Result, error
 	res.Write.ExpectToken = core.Token(r.u64())
 	mask := r.u32()
 	if mask&^changedAll != 0 {
-		return core.Result{}, malformed(errors.New("unknown change bits"))
+		return core.Transition{}, malformed(errors.New("unknown change bits"))
 	}
 	// Decode into a copy first: a malformed answer must leave rec as it was.
 	next := *rec
@@ -239,7 +239,7 @@ func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Result, error
 		r.err = errors.New("trailing bytes")
 	}
 	if r.err != nil {
-		return core.Result{}, malformed(r.err)
+		return core.Transition{}, malformed(r.err)
 	}
 	*rec = next
 	return res, nil
