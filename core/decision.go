@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -54,7 +53,7 @@ func (k DecisionKind) String() string {
 	if k < decisionCount {
 		return decisionNames[k]
 	}
-	return fmt.Sprintf("decision(%d)", uint8(k))
+	return sprintf("decision(%d)", uint8(k))
 }
 
 // Decision is what the caller of Step must tell its own caller. It holds no
@@ -87,7 +86,7 @@ func (k WriteKind) String() string {
 	if k < writeCount {
 		return writeNames[k]
 	}
-	return fmt.Sprintf("write(%d)", uint8(k))
+	return sprintf("write(%d)", uint8(k))
 }
 
 // Write is the single store operation that makes a Step durable. Its

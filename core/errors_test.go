@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -133,10 +134,19 @@ func TestFingerprintParsing(t *testing.T) {
 	if err != nil || g != fpA {
 		t.Fatalf("hex round trip: %v %v", g, err)
 	}
-	for _, s := range []string{"", "abc", fpA.String()[:63] + "z", fpA.String() + "00"} {
+	if fpA.String() != hex.EncodeToString(fpA[:]) || fpA.Short() != hex.EncodeToString(fpA[:4]) {
+		t.Fatalf("hex form %s differs from encoding/hex's", fpA)
+	}
+	if u, err := ParseFingerprint(strings.ToUpper(fpA.String())); err != nil || u != fpA {
+		t.Fatalf("uppercase: %v %v", u, err)
+	}
+	for _, s := range []string{"", "abc", fpA.String()[:63] + "z", "g" + fpA.String()[1:], fpA.String()[:10] + "-" + fpA.String()[11:], fpA.String() + "00"} {
 		if _, err := ParseFingerprint(s); !errors.Is(err, ErrFingerprintLength) {
 			t.Errorf("ParseFingerprint(%q) = %v", s, err)
 		}
+	}
+	if _, err := ParseFingerprint(fpA.String()[:10] + "-" + fpA.String()[11:]); err == nil || !strings.Contains(err.Error(), `"-" at 10`) {
+		t.Errorf("the error does not name the bad digit: %v", err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -26,7 +25,7 @@ func (k EventKind) String() string {
 	if k < eventCount {
 		return eventNames[k]
 	}
-	return fmt.Sprintf("event(%d)", uint8(k))
+	return sprintf("event(%d)", uint8(k))
 }
 
 // Verdict is the reconciler's finding about an unknown attempt.
@@ -46,7 +45,7 @@ func (o Verdict) String() string {
 	if o < resolveCount {
 		return resolveNames[o]
 	}
-	return fmt.Sprintf("verdict(%d)", uint8(o))
+	return sprintf("verdict(%d)", uint8(o))
 }
 
 // Event is one input to Step. Which fields count depends on Kind:

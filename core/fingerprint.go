@@ -1,10 +1,5 @@
 package core
 
-import (
-	"encoding/hex"
-	"fmt"
-)
-
 // FingerprintBytes is the length of a Fingerprint: a SHA-256 digest.
 const FingerprintBytes = 32
 
@@ -20,7 +15,7 @@ type Fingerprint [FingerprintBytes]byte
 func FingerprintFromBytes(b []byte) (Fingerprint, error) {
 	var f Fingerprint
 	if len(b) != FingerprintBytes {
-		return f, fmt.Errorf("%w: %d bytes, want %d", ErrFingerprintLength, len(b), FingerprintBytes)
+		return f, refuse(ErrFingerprintLength, "%d bytes, want %d", len(b), FingerprintBytes)
 	}
 	copy(f[:], b)
 	return f, nil
@@ -31,10 +26,18 @@ func FingerprintFromBytes(b []byte) (Fingerprint, error) {
 func ParseFingerprint(s string) (Fingerprint, error) {
 	var f Fingerprint
 	if len(s) != 2*FingerprintBytes {
-		return f, fmt.Errorf("%w: %d hex digits, want %d", ErrFingerprintLength, len(s), 2*FingerprintBytes)
+		return f, refuse(ErrFingerprintLength, "%d hex digits, want %d", len(s), 2*FingerprintBytes)
 	}
-	if _, err := hex.Decode(f[:], []byte(s)); err != nil {
-		return Fingerprint{}, fmt.Errorf("%w: %v", ErrFingerprintLength, err)
+	for i := range f {
+		hi, lo := unhex(s[2*i]), unhex(s[2*i+1])
+		if hi > 15 || lo > 15 {
+			bad := 2 * i
+			if hi <= 15 {
+				bad++
+			}
+			return Fingerprint{}, refuse(ErrFingerprintLength, "%q at %d is not a hexadecimal digit", s[bad:bad+1], bad)
+		}
+		f[i] = hi<<4 | lo
 	}
 	return f, nil
 }
@@ -43,7 +46,31 @@ func ParseFingerprint(s string) (Fingerprint, error) {
 func (f Fingerprint) IsZero() bool { return f == Fingerprint{} }
 
 // String is the full lowercase hexadecimal digest.
-func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
+func (f Fingerprint) String() string { return hexString(f[:]) }
 
 // Short is the first 8 hexadecimal digits, for logs and golden files.
-func (f Fingerprint) Short() string { return hex.EncodeToString(f[:4]) }
+func (f Fingerprint) Short() string { return hexString(f[:4]) }
+
+// hexString and unhex are encoding/hex's, which the core does without: it
+// imports fmt (see format.go).
+func hexString(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 2*len(b))
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
+	}
+	return string(out)
+}
+
+// unhex is the value of a hexadecimal digit, or 255.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 255
+}

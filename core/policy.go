@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -20,7 +19,7 @@ func (a InFlightAnswer) String() string {
 	case InFlightAccepted:
 		return "accepted"
 	}
-	return fmt.Sprintf("in_flight_answer(%d)", uint8(a))
+	return sprintf("in_flight_answer(%d)", uint8(a))
 }
 
 // ExpiryMode is what Sweep does to a completed or failed_retryable record past its TTL.
@@ -38,7 +37,7 @@ func (m ExpiryMode) String() string {
 	case ExpiryHard:
 		return "hard"
 	}
-	return fmt.Sprintf("expiry_mode(%d)", uint8(m))
+	return sprintf("expiry_mode(%d)", uint8(m))
 }
 
 // FailMode is what Fail does to a record whose attempt definitely did not execute.
@@ -56,7 +55,7 @@ func (m FailMode) String() string {
 	case FailEvict:
 		return "evict"
 	}
-	return fmt.Sprintf("fail_mode(%d)", uint8(m))
+	return sprintf("fail_mode(%d)", uint8(m))
 }
 
 // TTLCap is the longest TTL any policy may set: records are a retry
@@ -113,35 +112,35 @@ func DefaultPolicy() Policy {
 func (p *Policy) Validate() error {
 	switch {
 	case p.LeaseDuration <= 0:
-		return fmt.Errorf("%w: lease duration %v must be positive", ErrInvalidPolicy, p.LeaseDuration)
+		return refuse(ErrInvalidPolicy, "lease duration %v must be positive", p.LeaseDuration)
 	case p.TTL <= 0:
-		return fmt.Errorf("%w: TTL %v must be positive", ErrInvalidPolicy, p.TTL)
+		return refuse(ErrInvalidPolicy, "TTL %v must be positive", p.TTL)
 	case p.TTL > TTLCap:
-		return fmt.Errorf("%w: TTL %v is over the %v cap", ErrInvalidPolicy, p.TTL, TTLCap)
+		return refuse(ErrInvalidPolicy, "TTL %v is over the %v cap", p.TTL, TTLCap)
 	case p.InFlightWait < 0:
-		return fmt.Errorf("%w: in-flight wait %v must not be negative", ErrInvalidPolicy, p.InFlightWait)
+		return refuse(ErrInvalidPolicy, "in-flight wait %v must not be negative", p.InFlightWait)
 	case p.InFlightAnswer > InFlightAccepted:
-		return fmt.Errorf("%w: %v", ErrInvalidPolicy, p.InFlightAnswer)
+		return refuse(ErrInvalidPolicy, "%v", p.InFlightAnswer)
 	case p.RetryAfter <= 0:
-		return fmt.Errorf("%w: retry-after %v must be positive", ErrInvalidPolicy, p.RetryAfter)
+		return refuse(ErrInvalidPolicy, "retry-after %v must be positive", p.RetryAfter)
 	case p.Expiry > ExpiryHard:
-		return fmt.Errorf("%w: %v", ErrInvalidPolicy, p.Expiry)
+		return refuse(ErrInvalidPolicy, "%v", p.Expiry)
 	case p.Fail > FailEvict:
-		return fmt.Errorf("%w: %v", ErrInvalidPolicy, p.Fail)
+		return refuse(ErrInvalidPolicy, "%v", p.Fail)
 	case p.ReconcileBackoffBase <= 0:
-		return fmt.Errorf("%w: reconcile backoff base %v must be positive", ErrInvalidPolicy, p.ReconcileBackoffBase)
+		return refuse(ErrInvalidPolicy, "reconcile backoff base %v must be positive", p.ReconcileBackoffBase)
 	case p.ReconcileBackoffCap < p.ReconcileBackoffBase:
-		return fmt.Errorf("%w: reconcile backoff cap %v is below its base %v", ErrInvalidPolicy, p.ReconcileBackoffCap, p.ReconcileBackoffBase)
+		return refuse(ErrInvalidPolicy, "reconcile backoff cap %v is below its base %v", p.ReconcileBackoffCap, p.ReconcileBackoffBase)
 	case p.TombstoneRetention <= 0 || p.TombstoneRetention > TTLCap:
-		return fmt.Errorf("%w: tombstone retention %v, want more than 0 and at most %v", ErrInvalidPolicy, p.TombstoneRetention, TTLCap)
+		return refuse(ErrInvalidPolicy, "tombstone retention %v, want more than 0 and at most %v", p.TombstoneRetention, TTLCap)
 	case p.ReconcileAttemptsMax == 0:
-		return fmt.Errorf("%w: reconcile attempts max must be at least 1", ErrInvalidPolicy)
+		return refuse(ErrInvalidPolicy, "reconcile attempts max must be at least 1")
 	case p.KeyBytesMax < KeyBytesMin || p.KeyBytesMax > KeyBytesLimit:
-		return fmt.Errorf("%w: key bytes max %d, want %d..%d", ErrInvalidPolicy, p.KeyBytesMax, KeyBytesMin, KeyBytesLimit)
+		return refuse(ErrInvalidPolicy, "key bytes max %d, want %d..%d", p.KeyBytesMax, KeyBytesMin, KeyBytesLimit)
 	case p.RequestBytesMax <= 0:
-		return fmt.Errorf("%w: request bytes max %d must be positive", ErrInvalidPolicy, p.RequestBytesMax)
+		return refuse(ErrInvalidPolicy, "request bytes max %d must be positive", p.RequestBytesMax)
 	case p.ResponseBytesMax <= 0:
-		return fmt.Errorf("%w: response bytes max %d must be positive", ErrInvalidPolicy, p.ResponseBytesMax)
+		return refuse(ErrInvalidPolicy, "response bytes max %d must be positive", p.ResponseBytesMax)
 	}
 	return nil
 }

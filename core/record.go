@@ -2,7 +2,6 @@ package core
 
 import (
 	"bytes"
-	"fmt"
 	"time"
 )
 
@@ -26,7 +25,7 @@ func (s Status) String() string {
 	if s < statusCount {
 		return statusNames[s]
 	}
-	return fmt.Sprintf("status(%d)", uint8(s))
+	return sprintf("status(%d)", uint8(s))
 }
 
 // Valid reports whether s is one of the closed set.
@@ -100,10 +99,10 @@ func (r Response) Clone() Response {
 // size limit.
 func (r *Response) validate(bytesMax int) error {
 	if r.StatusCode < 200 || r.StatusCode > 599 {
-		return fmt.Errorf("%w: status code %d, want 200..599", ErrResponseInvalid, r.StatusCode)
+		return refuse(ErrResponseInvalid, "status code %d, want 200..599", r.StatusCode)
 	}
 	if (r.StatusCode == 204 || r.StatusCode == 304) && len(r.Body) > 0 {
-		return fmt.Errorf("%w: status %d with a %d-byte body", ErrResponseInvalid, r.StatusCode, len(r.Body))
+		return refuse(ErrResponseInvalid, "status %d with a %d-byte body", r.StatusCode, len(r.Body))
 	}
 	for i := range r.Headers {
 		if err := validateHeader(i, &r.Headers[i]); err != nil {
@@ -111,7 +110,7 @@ func (r *Response) validate(bytesMax int) error {
 		}
 	}
 	if n := r.Bytes(); n > bytesMax {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, bytesMax)
+		return refuse(ErrResponseTooLarge, "%d bytes, limit %d", n, bytesMax)
 	}
 	return nil
 }
@@ -120,16 +119,16 @@ func (r *Response) validate(bytesMax int) error {
 // token, the value visible characters, spaces and tabs only.
 func validateHeader(i int, h *Header) error {
 	if h.Name == "" {
-		return fmt.Errorf("%w: header %d has an empty name", ErrResponseInvalid, i)
+		return refuse(ErrResponseInvalid, "header %d has an empty name", i)
 	}
 	for j := 0; j < len(h.Name); j++ {
 		if !isTokenByte(h.Name[j]) {
-			return fmt.Errorf("%w: header %d: name byte 0x%02x at %d is not a token character", ErrResponseInvalid, i, h.Name[j], j)
+			return refuse(ErrResponseInvalid, "header %d: name byte 0x%02x at %d is not a token character", i, h.Name[j], j)
 		}
 	}
 	for j := 0; j < len(h.Value); j++ {
 		if c := h.Value[j]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return fmt.Errorf("%w: header %q: control byte 0x%02x at %d in the value", ErrResponseInvalid, h.Name, c, j)
+			return refuse(ErrResponseInvalid, "header %q: control byte 0x%02x at %d in the value", h.Name, c, j)
 		}
 	}
 	return nil
@@ -201,18 +200,18 @@ func (r *Record) live(now time.Time) bool {
 // validate rejects a record the core could never have produced.
 func (r *Record) validate() error {
 	if !r.Status.Valid() {
-		return fmt.Errorf("%w: %v", ErrInvalidRecord, r.Status)
+		return refuse(ErrInvalidRecord, "%v", r.Status)
 	}
 	if r.Status == StatusAbsent {
 		return nil
 	}
 	switch {
 	case r.Version == 0:
-		return fmt.Errorf("%w: %v record with version 0", ErrInvalidRecord, r.Status)
+		return refuse(ErrInvalidRecord, "%v record with version 0", r.Status)
 	case r.Token == 0:
-		return fmt.Errorf("%w: %v record without a fencing token", ErrInvalidRecord, r.Status)
+		return refuse(ErrInvalidRecord, "%v record without a fencing token", r.Status)
 	case r.Fingerprint.IsZero():
-		return fmt.Errorf("%w: %v record without a fingerprint", ErrInvalidRecord, r.Status)
+		return refuse(ErrInvalidRecord, "%v record without a fingerprint", r.Status)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"unicode/utf8"
 )
 
@@ -32,11 +31,11 @@ const (
 func ValidateKey(key string, keyBytesMax int) error {
 	switch {
 	case key == "":
-		return fmt.Errorf("%w: empty, want %d..%d bytes", ErrInvalidKey, KeyBytesMin, keyBytesMax)
+		return refuse(ErrInvalidKey, "empty, want %d..%d bytes", KeyBytesMin, keyBytesMax)
 	case len(key) < KeyBytesMin || len(key) > keyBytesMax:
-		return fmt.Errorf("%w: %d bytes, want %d..%d", ErrInvalidKey, len(key), KeyBytesMin, keyBytesMax)
+		return refuse(ErrInvalidKey, "%d bytes, want %d..%d", len(key), KeyBytesMin, keyBytesMax)
 	case key[0] == ' ' || key[len(key)-1] == ' ':
-		return fmt.Errorf("%w: a space at its start or end (keys made of spaces included)", ErrInvalidKey)
+		return refuse(ErrInvalidKey, "a space at its start or end (keys made of spaces included)")
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e {
@@ -44,7 +43,7 @@ func ValidateKey(key string, keyBytesMax int) error {
 			if c >= 0x80 {
 				kind = "non-ASCII byte"
 			}
-			return fmt.Errorf("%w: %s 0x%02x at byte %d", ErrInvalidKey, kind, c, i)
+			return refuse(ErrInvalidKey, "%s 0x%02x at byte %d", kind, c, i)
 		}
 	}
 	return nil
@@ -69,18 +68,18 @@ func validatePart(name, v string, emptyOK bool) error {
 		if emptyOK {
 			return nil
 		}
-		return fmt.Errorf("%w: %s is empty", ErrInvalidScope, name)
+		return refuse(ErrInvalidScope, "%s is empty", name)
 	}
 	if len(v) > ScopePartBytesMax {
-		return fmt.Errorf("%w: %s has %d bytes, want at most %d", ErrInvalidScope, name, len(v), ScopePartBytesMax)
+		return refuse(ErrInvalidScope, "%s has %d bytes, want at most %d", name, len(v), ScopePartBytesMax)
 	}
 	for i := 0; i < len(v); {
 		r, size := utf8.DecodeRuneInString(v[i:])
 		if r == utf8.RuneError && size == 1 {
-			return fmt.Errorf("%w: %s has invalid UTF-8 at byte %d", ErrInvalidScope, name, i)
+			return refuse(ErrInvalidScope, "%s has invalid UTF-8 at byte %d", name, i)
 		}
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return fmt.Errorf("%w: %s has control character U+%04X at byte %d", ErrInvalidScope, name, r, i)
+			return refuse(ErrInvalidScope, "%s has control character U+%04X at byte %d", name, r, i)
 		}
 		i += size
 	}

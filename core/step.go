@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -24,7 +23,7 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 		return Transition{}, err
 	}
 	if ev.Now.IsZero() {
-		return Transition{}, fmt.Errorf("%w: %v event", ErrTimeMissing, ev.Kind)
+		return Transition{}, refuse(ErrTimeMissing, "%v event", ev.Kind)
 	}
 	// Records outlive processes: keep wall-clock time only, so that a
 	// monotonic reading never decides a comparison against a stored time.
@@ -34,7 +33,7 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 		// Required even when the answer will not be Execute, so that a caller
 		// that forgets it fails on its first request, not on its first new key.
 		if ev.Token == 0 {
-			return Transition{}, fmt.Errorf("%w: reserve needs a fresh token from the store", ErrTokenMissing)
+			return Transition{}, refuse(ErrTokenMissing, "reserve needs a fresh token from the store")
 		}
 		if ev.Fingerprint.IsZero() {
 			return Transition{}, ErrFingerprintMissing
@@ -42,7 +41,7 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 		return reserve(rec, ev, p, now)
 	case EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve:
 		if ev.Token == 0 {
-			return Transition{}, fmt.Errorf("%w: %v needs the token of the attempt it is about", ErrTokenMissing, ev.Kind)
+			return Transition{}, refuse(ErrTokenMissing, "%v needs the token of the attempt it is about", ev.Kind)
 		}
 	}
 	switch ev.Kind {
@@ -59,7 +58,7 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 	case EventSweep:
 		return sweep(rec, p, now), nil
 	}
-	return Transition{}, fmt.Errorf("%w: %v", ErrUnknownEvent, ev.Kind)
+	return Transition{}, refuse(ErrUnknownEvent, "%v", ev.Kind)
 }
 
 // unchanged answers d and writes nothing.
@@ -146,7 +145,7 @@ func reserve(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, erro
 
 func checkFresh(rec *Record, t Token) error {
 	if rec.Exists() && t <= rec.Token {
-		return fmt.Errorf("%w: token %d, record already at %d", ErrTokenNotFresh, t, rec.Token)
+		return refuse(ErrTokenNotFresh, "token %d, record already at %d", t, rec.Token)
 	}
 	return nil
 }
@@ -270,7 +269,7 @@ func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, erro
 		}
 	case VerdictNotExecuted, VerdictStillUnknown:
 	default:
-		return Transition{}, fmt.Errorf("%w: %v", ErrUnknownVerdict, ev.Verdict)
+		return Transition{}, refuse(ErrUnknownVerdict, "%v", ev.Verdict)
 	}
 	if rec.Status != StatusUnknown {
 		return unchanged(Decision{Kind: DecisionNotApplicable}), nil
