@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
 )
 
@@ -74,7 +75,7 @@ func (e *Executor) Policy() Policy { return e.policy }
 // Begin starts req as a Flow, for a host that performs its effects itself.
 func (e *Executor) Begin(req Request) (*Flow, error) {
 	f := new(Flow)
-	if err := f.init(&e.policy, e.metrics, req); err != nil {
+	if err := f.init(&e.policy, e.metrics, &req); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -90,42 +91,79 @@ func (e *Executor) Begin(req Request) (*Flow, error) {
 //   - a key reused with another fingerprint is ErrKeyMisuse;
 //   - a key whose outcome is unknown is ErrOutcomeUnknown until the
 //     reconciler settles it: nothing runs twice on a guess;
-//   - a store failure is ErrStoreUnavailable, and the action does not run.
+//   - a store failure is ErrStoreUnavailable, and the action does not run;
+//   - a caller whose ctx is done before anything ran gets ctx's error as is:
+//     that is not the store's failure. Every other error is an *Error.
+//
+// The action's context is cancelled, with context.Cause ErrLeaseLost, as
+// soon as the attempt loses its lease: a heartbeat finds the record taken
+// over, or cannot extend it before it ends. Downstream calls must carry the
+// attempt's token and a deadline no later than its lease (see Check), so
+// that nothing of a lost attempt can land after another one started.
+//
+// A panic in the action is recorded (the key becomes unknown) and then
+// raised again with its own value, so that a recovery above Do (net/http's,
+// for http.ErrAbortHandler) sees it as if Do were not there.
 //
 // Once the action has run, its outcome is written on a context detached from
 // ctx (bounded by the outcome timeout): a client that disconnects must not
 // turn a charge into an unknown, or worse, into a re-execution.
 func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, error) {
+	if action == nil {
+		return Result{}, newError(ErrInvalidRequest, errNilAction, 0)
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // the caller went away before anything ran: not the store's failure
+	}
 	var f Flow
-	if err := f.init(&e.policy, e.metrics, req); err != nil {
+	if err := f.init(&e.policy, e.metrics, &req); err != nil {
 		return Result{}, err
 	}
 	applyCtx := ctx
 	a := appliedPool.Get().(*store.Applied) // one for every event of the flow
 	defer putApplied(a)
+	var panicked *PanicError
+	var oc *outcomeCtx
+	defer func() {
+		if oc != nil {
+			oc.release()
+		}
+	}()
 	for {
-		eff := f.Next()
-		switch eff.Kind {
+		// f.Next() without its copy of the event and the attempt: Do is
+		// the Flow's own loop, and a replay is short enough for 400 bytes
+		// copied twice to show.
+		switch f.nextKind() {
 		case EffectApply:
-			err := store.Apply(applyCtx, e.store, req.Scope, eff.Event, &e.policy, a)
+			err := store.Apply(applyCtx, e.store, req.Scope, f.event, &e.policy, a)
+			if err != nil && f.event.Kind == core.EventReserve && ctx.Err() != nil {
+				return Result{}, ctx.Err() // gone while reserving: nothing ran, and the store did not fail
+			}
 			f.ApplyDone(a, err)
 		case EffectRun:
-			resp, err := e.run(ctx, &f, eff.Attempt, action)
-			var cancel context.CancelFunc
-			applyCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), e.outcomeTimeout)
-			defer cancel()
+			resp, err := e.run(ctx, f.attempt, action)
+			if p, ok := err.(*PanicError); ok {
+				panicked = p
+			}
+			oc = &outcomeCtx{parent: ctx, deadline: time.Now().Add(e.outcomeTimeout)}
+			applyCtx = oc
 			f.RunDone(resp, err)
 		case EffectWait:
 			start := time.Now()
-			if err := e.wait(ctx, req.Scope, eff); err != nil {
+			if err := e.wait(ctx, req.Scope, f.Next()); err != nil {
 				return Result{}, err
 			}
 			f.WaitDone(time.Since(start))
 		case EffectDone:
+			if panicked != nil {
+				panic(panicked.Value) // recorded as unknown; now the caller's to handle
+			}
 			return f.Result()
 		}
 	}
 }
+
+var errNilAction = errors.New("nil action")
 
 // appliedPool keeps the Applied each Do fills event after event: 400 bytes
 // that a flow would otherwise allocate, or copy at every event.
@@ -151,42 +189,18 @@ func (e *Executor) wait(ctx context.Context, scope Scope, eff Effect) error {
 	return nil
 }
 
-// run calls action with a heartbeat beside it, turning a panic into an
-// outcome_unknown error.
-func (e *Executor) run(ctx context.Context, f *Flow, at Attempt, action Action) (resp Response, err error) {
-	hbCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	stopped := make(chan struct{})
-	go e.heartbeat(hbCtx, f, at, stopped)
+// run calls action as the attempt at, with a heartbeat beside it that
+// cancels the action's context if the lease is lost. A panic comes back as a
+// *PanicError, for Do to record before raising it again.
+func (e *Executor) run(ctx context.Context, at Attempt, action Action) (resp Response, err error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	b := e.startHeartbeat(at, cancel)
 	defer func() {
-		stop()
-		<-stopped
-	}()
-	defer func() {
+		b.stop()
+		cancel(nil)
 		if r := recover(); r != nil {
 			resp, err = Response{}, &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return action(ctx, at)
-}
-
-// heartbeat extends the attempt's lease until ctx ends or the lease is lost.
-func (e *Executor) heartbeat(ctx context.Context, f *Flow, at Attempt, stopped chan<- struct{}) {
-	defer close(stopped)
-	t := time.NewTicker(e.heartbeatInterval)
-	defer t.Stop()
-	ev := f.HeartbeatEvent()
-	var a store.Applied
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		hctx, cancel := context.WithTimeout(ctx, e.heartbeatInterval)
-		err := store.Apply(hctx, e.store, at.Scope, ev, &e.policy, &a)
-		cancel()
-		if !f.HeartbeatDone(&a, err) {
-			return
-		}
-	}
+	return action(actx, at)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
@@ -50,6 +52,76 @@ func BenchmarkDo(b *testing.B) {
 		if _, err := ex.Do(ctx, req, action); err != nil {
 			b.Fatal(err)
 		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, err := ex.Do(ctx, req, action); err != nil || r.Kind != idem.ResultReplayed {
+				b.Fatal(r.Kind, err)
+			}
+		}
+	})
+}
+
+// BenchmarkDoOverStore sets Do beside the memory store it runs over, in one
+// run, for the targets of BENCHMARKS.md: a new key through Do against the
+// store's own Reserve + Complete, and a replay through Do against a bare
+// Load of the record.
+func BenchmarkDoOverStore(b *testing.B) {
+	ctx := context.Background()
+	fp := idem.Fingerprint(sha256.Sum256([]byte(`{"amount":100}`)))
+	resp := idem.Response{StatusCode: 201, Body: []byte(`{"paymentId":"p-1"}`), SchemaVersion: 1}
+	action := func(context.Context, idem.Attempt) (idem.Response, error) { return resp, nil }
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = "550e8400-e29b-41d4-" + strconv.FormatInt(int64(1<<40+i), 16)
+	}
+	p := idem.DefaultPolicy()
+	newStore := func() *memstore.Store { return memstore.New(memstore.Options{}) }
+	b.Run("new-key/store", func(b *testing.B) {
+		m, i := newStore(), 0
+		var a store.Applied
+		b.ReportAllocs()
+		for b.Loop() {
+			scope := request(keys[i&(len(keys)-1)], fp).Scope
+			if i++; i&(len(keys)-1) == 0 {
+				m = newStore()
+			}
+			if err := store.Apply(ctx, m, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, &p, &a); err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+				b.Fatal(err)
+			}
+			if err := store.Apply(ctx, m, scope, core.Event{Kind: core.EventComplete, Token: a.Transition.Decision.Token, Response: resp}, &p, &a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("new-key/do", func(b *testing.B) {
+		ex, _ := idem.New(newStore())
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			req := request(keys[i&(len(keys)-1)], fp)
+			if i++; i&(len(keys)-1) == 0 {
+				ex, _ = idem.New(newStore())
+			}
+			if r, err := ex.Do(ctx, req, action); err != nil || r.Kind != idem.ResultExecuted {
+				b.Fatal(r.Kind, err)
+			}
+		}
+	})
+	m := newStore()
+	ex, _ := idem.New(m)
+	req := request(keys[0], fp)
+	if _, err := ex.Do(ctx, req, action); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("replay/store-load", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if snap, err := m.Load(ctx, req.Scope); err != nil || snap.Record.Status != core.StatusCompleted {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("replay/do", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if r, err := ex.Do(ctx, req, action); err != nil || r.Kind != idem.ResultReplayed {

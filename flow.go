@@ -86,25 +86,36 @@ type Flow struct {
 		d       time.Duration
 	}
 	response Response // what the action returned
+	actErr   error    // the action's error
 	finalErr error    // the error to return once the outcome is recorded
 
 	result Result
 	err    error
 }
 
-// init makes f a new Flow for req, on memory the caller owns (Do keeps its
-// Flow on its own stack).
-func (f *Flow) init(p *Policy, m Metrics, req Request) error {
+// init makes a zero f a new Flow for req, on memory the caller owns (Do
+// keeps its Flow on its own stack). Field by field: f is already zero, and
+// a whole-struct literal would build and copy 800 bytes.
+func (f *Flow) init(p *Policy, m Metrics, req *Request) error {
 	if err := req.Validate(p); err != nil {
 		return err
 	}
-	*f = Flow{
-		policy:  p,
-		metrics: m,
-		req:     req,
-		event:   core.Event{Kind: core.EventReserve, Fingerprint: req.Fingerprint},
-	}
+	f.policy, f.metrics, f.req = p, m, *req
+	f.event.Kind, f.event.Fingerprint = core.EventReserve, req.Fingerprint
 	return nil
+}
+
+// nextKind is Next().Kind, without building the Effect.
+func (f *Flow) nextKind() EffectKind {
+	switch f.state {
+	case flowReserve, flowRecord:
+		return EffectApply
+	case flowWait:
+		return EffectWait
+	case flowRun:
+		return EffectRun
+	}
+	return EffectDone
 }
 
 // Next is what the host must do now. It does not change the Flow.
@@ -156,7 +167,8 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 	switch d.Kind {
 	case core.DecisionExecute:
 		f.state = flowRun
-		f.attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: f.policy, metrics: f.metrics}
+		f.attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: f.policy, metrics: f.metrics,
+			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
 	case core.DecisionReplay:
 		f.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Recorded: true}, nil)
 	case core.DecisionMismatch:
@@ -205,20 +217,21 @@ func (f *Flow) RunDone(resp Response, err error) {
 		f.done(Result{}, fmt.Errorf("idem: Flow.RunDone in state %d: host out of step", f.state))
 		return
 	}
-	f.response = resp
+	f.response, f.actErr = resp, err
 	f.state = flowRecord
 	f.event = core.Event{Kind: core.EventMarkUnknown, Token: f.attempt.Token}
-	var notExecuted *NotExecutedError
-	switch {
-	case err == nil:
+	if err == nil {
 		f.event.Kind, f.event.Response = core.EventComplete, resp
-	case errors.As(err, &notExecuted):
+		return
+	}
+	var notExecuted *NotExecutedError
+	if errors.As(err, &notExecuted) {
 		f.event.Kind, f.event.ErrorCode = core.EventFail, notExecuted.Code
 		f.finalErr = newError(ErrNotExecuted, err, 0)
-	default:
-		f.event.ErrorCode = unknownCode(err)
-		f.finalErr = newError(ErrOutcomeUnknown, err, f.policy.RetryAfter)
+		return
 	}
+	f.event.ErrorCode = unknownCode(err)
+	f.finalErr = newError(ErrOutcomeUnknown, err, f.policy.RetryAfter)
 }
 
 func unknownCode(err error) string {
@@ -243,6 +256,12 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 		f.finalErr = newError(ErrResponseInvalid, err, 0)
 		return
 	}
+	if f.event.Kind == core.EventFail && !released(a, err) {
+		// It did not execute, but the key is not free: say so, not that a
+		// retry may run it.
+		f.done(Result{}, newError(ErrStoreUnavailable, &notReleasedError{notExecuted: f.actErr, write: err}, f.policy.RetryAfter))
+		return
+	}
 	if f.finalErr != nil {
 		f.done(Result{}, f.finalErr)
 		return
@@ -254,6 +273,33 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 	}
 	f.done(r, nil)
 }
+
+// released reports whether a Fail freed the key.
+func released(a *store.Applied, err error) bool {
+	if err != nil {
+		return false
+	}
+	k := a.Transition.Decision.Kind
+	return k == core.DecisionFailed || k == core.DecisionAcknowledged
+}
+
+// notReleasedError is the cause when an action proved it did nothing but
+// the key could not be released.
+type notReleasedError struct {
+	notExecuted error // the action's error (a *NotExecutedError), never an *Error: errors.Is(err, ErrNotExecuted) must stay false
+	write       error // why the Fail was not written (nil: the record had passed to another attempt)
+}
+
+func (e *notReleasedError) Error() string {
+	why := "the record had passed to another attempt"
+	if e.write != nil {
+		why = e.write.Error()
+	}
+	return "the action did not execute (" + e.notExecuted.Error() + "), but its key was not released (" + why +
+		"): retries are answered in_progress, then outcome_unknown, until the reconciler frees it"
+}
+
+func (e *notReleasedError) Unwrap() []error { return []error{e.notExecuted, e.write} }
 
 // HeartbeatEvent is the event that extends the running attempt's lease.
 // A host that runs the action applies it now and then beside the action
@@ -269,6 +315,5 @@ func (f *Flow) HeartbeatEvent() core.Event {
 // progress) means the lease is lost for good: stop beating, and tell the
 // action.
 func (f *Flow) HeartbeatDone(a *store.Applied, err error) (held bool) {
-	count(f.metrics, f.req.Scope, core.EventHeartbeat, a, err)
-	return err != nil || a.Transition.Decision.Kind == core.DecisionExtended
+	return heartbeatDone(f.metrics, f.req.Scope, a, err)
 }

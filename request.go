@@ -71,8 +71,9 @@ type Attempt struct {
 	// call that can carry a deadline should not outlive it by much.
 	LockedUntil time.Time
 
-	policy  *Policy
-	metrics Metrics
+	policy    *Policy
+	metrics   Metrics
+	leaseLeft time.Duration // LockedUntil less the store's time at the reserve
 }
 
 // CompleteIn records resp as this attempt's outcome through s. Pass a Store

@@ -146,15 +146,30 @@ func (e *Executor) Reconciler(check Check, opts ...WorkerOption) (*Reconciler, e
 	return &Reconciler{w: w, check: check}, nil
 }
 
-// RunOnce handles one batch of due records and says how many it settled.
+// Error codes the reconciler leaves on a record it could not settle.
+const (
+	codeCheckFailed    = "check_failed"    // the Check returned an error
+	codeFindingInvalid = "finding_invalid" // the Check's finding cannot be stored (no verdict, or a response the core refuses)
+)
+
+// RunOnce handles one batch of due records and says how many it settled. A
+// record whose Check fails, or whose finding the core refuses (a response
+// too large, or not valid HTTP), is rescheduled as still unknown with why
+// (its last error code) and counted in worker.error; the batch goes on.
 func (r *Reconciler) RunOnce(ctx context.Context) (settled int, err error) {
 	return r.w.forDue(ctx, func(rec *Record) core.Event {
 		f, err := r.check(ctx, *rec)
-		if err != nil || f.Verdict == core.VerdictInvalid {
-			f = Finding{Verdict: core.VerdictStillUnknown}
+		switch {
+		case err != nil:
+			return stillUnknown(rec, codeCheckFailed)
 		}
-		return resolveEvent(rec, f)
+		return resolveEvent(rec, f) // a finding the core refuses is handled by forDue
 	}, core.DecisionResolved)
+}
+
+// stillUnknown is the Resolve that reschedules rec's attempt, saying why.
+func stillUnknown(rec *Record, code string) core.Event {
+	return core.Event{Kind: core.EventResolve, Token: rec.Token, Verdict: core.VerdictStillUnknown, ErrorCode: code}
 }
 
 // Run calls RunOnce every interval until ctx is done, reporting each error
@@ -189,23 +204,60 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 		return 0, &store.Error{Method: store.MethodDue, Err: err}
 	}
 	n := 0
+	var errs batchErrors
 	var a store.Applied // one for the whole batch
 	for i := range recs {
-		ev := eventFor(&recs[i])
-		err := store.Apply(ctx, w.store, recs[i].Scope, ev, w.policy, &a)
-		count(w.metrics, recs[i].Scope, ev.Kind, &a, err)
+		if ctx.Err() != nil {
+			errs.add(ctx.Err())
+			break
+		}
+		rec := &recs[i]
+		ev := eventFor(rec)
+		err := store.Apply(ctx, w.store, rec.Scope, ev, w.policy, &a)
+		if err != nil && store.Refused(err) && ev.Kind == core.EventResolve && ev.Verdict != core.VerdictStillUnknown {
+			// The core refuses the finding: one bad record must not stop the
+			// others, nor come first in every batch. Record why, back off.
+			errs.add(fmt.Errorf("idem: the finding about %s is refused: %w", rec.Scope, err))
+			w.metrics.Add(CounterWorkerError, Labels{UseCase: rec.Scope.UseCase, Event: ev.Kind.String()}, 1)
+			ev = stillUnknown(rec, codeFindingInvalid)
+			err = store.Apply(ctx, w.store, rec.Scope, ev, w.policy, &a)
+		}
+		count(w.metrics, rec.Scope, ev.Kind, &a, err)
 		if err != nil {
-			var se *store.Error
-			if errors.As(err, &se) {
-				return n, err
+			if !errors.As(err, new(*store.Error)) {
+				err = fmt.Errorf("idem: %v of %s: %w", ev.Kind, rec.Scope, err)
 			}
-			return n, fmt.Errorf("idem: %v of %s: %w", ev.Kind, recs[i].Scope, err)
+			errs.add(err) // and go on: the next record may be fine
+			continue
 		}
 		if slices.Contains(counted, a.Transition.Decision.Kind) {
 			n++
 		}
 	}
-	return n, nil
+	return n, errs.err()
+}
+
+// batchErrors keeps the first few errors of a batch and counts the rest.
+type batchErrors struct {
+	first []error
+	more  int
+}
+
+const batchErrorsKept = 4
+
+func (b *batchErrors) add(err error) {
+	if len(b.first) < batchErrorsKept {
+		b.first = append(b.first, err)
+		return
+	}
+	b.more++
+}
+
+func (b *batchErrors) err() error {
+	if b.more > 0 {
+		b.first = append(b.first, fmt.Errorf("idem: and %d more errors in the batch", b.more))
+	}
+	return errors.Join(b.first...)
 }
 
 func (w *worker) eventKind() core.EventKind {

@@ -37,6 +37,9 @@ func ValidateKey(key string, keyBytesMax int) error {
 	case key[0] == ' ' || key[len(key)-1] == ' ':
 		return refuse(ErrInvalidKey, "a space at its start or end (keys made of spaces included)")
 	}
+	if printable(key) {
+		return nil
+	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e {
 			kind := "control character"
@@ -73,7 +76,14 @@ func validatePart(name, v string, emptyOK bool) error {
 	if len(v) > ScopePartBytesMax {
 		return refuse(ErrInvalidScope, "%s has %d bytes, want at most %d", name, len(v), ScopePartBytesMax)
 	}
+	if printable(v) { // most parts are printable ASCII throughout
+		return nil
+	}
 	for i := 0; i < len(v); {
+		if c := v[i]; c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(v[i:])
 		if r == utf8.RuneError && size == 1 {
 			return refuse(ErrInvalidScope, "%s has invalid UTF-8 at byte %d", name, i)
@@ -94,4 +104,27 @@ func (s Scope) String() string {
 		t = "-"
 	}
 	return t + "/" + s.Principal + "/" + s.UseCase + "/" + s.Key
+}
+
+// printable reports whether every byte of s is printable ASCII, 0x20 to
+// 0x7E, eight bytes at a time: every request's scope goes through it, and a
+// byte at a time it was a fifth of a replay's cost in the executor.
+func printable(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		below := (x - ones*0x20) &^ x & highs         // some byte < 0x20
+		above := ((x + ones*(0x7f-0x7e)) | x) & highs // some byte > 0x7e
+		if below|above != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }

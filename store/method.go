@@ -47,11 +47,12 @@ func (e *Error) Unwrap() error { return e.Err }
 var errContention = errors.New("too many concurrent writes to one scope")
 
 // DriverBug reports whether err is the core refusing what a store handed
-// it: a record it could not have produced, or a token that is not fresh.
-// Those are failures of the store (a broken driver), not bad input of the
-// caller; Apply and Op report them as an *Error.
+// it: a record it could not have produced, a token that is not fresh, or no
+// time (the store's clock said zero: Apply and Op always take Now from the
+// store). Those are failures of the store (a broken driver), not bad input
+// of the caller; Apply and Op report them as an *Error.
 func DriverBug(err error) bool {
-	return errors.Is(err, core.ErrInvalidRecord) || errors.Is(err, core.ErrTokenNotFresh)
+	return errors.Is(err, core.ErrInvalidRecord) || errors.Is(err, core.ErrTokenNotFresh) || errors.Is(err, core.ErrTimeMissing)
 }
 
 // Refused reports whether err is the core refusing the caller's event (bad

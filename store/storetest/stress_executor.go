@@ -136,10 +136,26 @@ func (r *executorRun) client(g int, round func()) {
 		}
 		round()
 		cctx, cancel := maybeDeadline(r.ctx, rng)
-		res, err := ex.Do(cctx, idem.Request{Scope: sc, Fingerprint: fp}, randomAction(rng, r.p.LeaseDuration, r.down))
+		res, err, panicked := doRecovering(cctx, ex, idem.Request{Scope: sc, Fingerprint: fp}, randomAction(rng, r.p.LeaseDuration, r.down))
 		cancel()
+		if panicked {
+			r.answers.add("panicked") // recorded as unknown, then raised again to the caller
+			continue
+		}
 		r.tally(sc, res, err)
 	}
+}
+
+// doRecovering is Do for a caller that recovers the action's panic, which
+// Do raises again once it is recorded.
+func doRecovering(ctx context.Context, ex *idem.Executor, req idem.Request, action idem.Action) (res idem.Result, err error, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	res, err = ex.Do(ctx, req, action)
+	return res, err, false
 }
 
 // tally counts how one Do on sc ended, keeps a replay for the fidelity
