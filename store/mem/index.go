@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/idemkit/idem/core"
-	"github.com/idemkit/idem/store"
 )
 
 type shard struct {
@@ -29,11 +28,10 @@ type shard struct {
 	tokens     uint64
 	id         uint64
 	tokenShift uint
-	// nextDue is, per store.DueKind, a time no record of the shard becomes
-	// due before (a lower bound, lowered by every write, made exact by every
-	// scan), so that Due skips the shards with nothing due.
-	nextDue [2]int64
-	_       [64]byte // keep neighbouring shards' locks off one cache line
+	// due indexes the records by when they become due, per store.DueKind
+	// (due.go).
+	due [2]dueIndex
+	_   [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // entry is one place of a shard's index: the high half of the scope's hash,
@@ -50,6 +48,7 @@ type entry struct {
 type slot struct {
 	rec     compact
 	changed chan struct{}
+	num     uint32 // the slot's own number, for the due index
 }
 
 // place is where a scope is, or would go, in its shard.
@@ -90,7 +89,7 @@ func (sl *slot) holds(version uint64, token core.Token) bool {
 // copyResponse is set) and wakes its waiters. Called with sh.mu held.
 func (sh *shard) update(sl *slot, rec *core.Record, copyResponse bool) {
 	sl.rec.set(rec, copyResponse)
-	sh.noteDue(&sl.rec)
+	sh.noteDue(sl)
 	sl.wake()
 }
 
@@ -125,9 +124,10 @@ func (sh *shard) put(rec *core.Record, pl place) {
 	sh.free = sh.free[:len(sh.free)-1]
 	sl := sh.slot(n)
 	sl.rec.set(rec, true)
+	sl.num = n
 	sh.index[pl.at] = entry{hash: pl.hash, slot: n + 1}
 	sh.used++
-	sh.noteDue(&sl.rec)
+	sh.noteDue(sl)
 }
 
 // grow doubles the index (or makes the first one), placing every entry
@@ -145,15 +145,6 @@ func (sh *shard) grow() {
 			i = (i + 1) & mask
 		}
 		sh.index[i] = e
-	}
-}
-
-// noteDue lowers the shard's due bounds for a record just written.
-func (sh *shard) noteDue(c *compact) {
-	for k := range sh.nextDue {
-		if at, ok := c.dueAt(store.DueKind(k + 1)); ok && at < sh.nextDue[k] {
-			sh.nextDue[k] = at
-		}
 	}
 }
 

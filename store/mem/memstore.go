@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -22,9 +21,12 @@ type Options struct {
 	// Clock is the store's time. If nil, the wall time at New carried
 	// forward by the monotonic clock. Inject a fake for tests and the simulator.
 	Clock func() time.Time
-	// RecordsMax bounds the number of records; 0 (or less) means no bound. A full
-	// store refuses new records with store.ErrStoreFull: it never evicts a
-	// live record to make room.
+	// RecordsMax bounds the number of records that are not tombstones; 0 (or
+	// less) means no bound. A full store refuses new records with
+	// store.ErrStoreFull: it never evicts a live record to make room. An
+	// expired record (a tombstone: no response, pruned after the policy's
+	// retention) frees its place, so that a full store recovers as soon as
+	// its records expire.
 	RecordsMax int
 	// Shards is the number of independently locked parts, rounded up to a
 	// power of two (64 if zero or less) and at most ShardsMax.
@@ -75,7 +77,6 @@ func New(o Options) *Store {
 		s.clock = func() time.Time { return start.Add(time.Since(start)) }
 	}
 	for i := range s.shards {
-		s.shards[i].nextDue = [2]int64{math.MaxInt64, math.MaxInt64}
 		s.shards[i].id, s.shards[i].tokenShift = uint64(i), uint(bits.TrailingZeros(uint(n)))
 	}
 	return s
@@ -205,8 +206,25 @@ func (s *Store) CompareAndSet(ctx context.Context, rec *core.Record, expectVersi
 	if !sl.holds(expectVersion, expectToken) {
 		return fmt.Errorf("memstore: compare-and-set %s: %w", rec.Scope, store.ErrConflict)
 	}
-	sh.update(sl, rec, true)
+	s.update(sh, sl, rec, true)
 	return nil
+}
+
+// update writes rec over sl's record. A bounded store counts the records
+// that are not tombstones: a record that expires frees its place (it keeps
+// no response, and is pruned after its retention), so that a full store
+// takes new keys again as soon as its records expire.
+func (s *Store) update(sh *shard, sl *slot, rec *core.Record, copyResponse bool) {
+	if s.recordsMax > 0 {
+		was, is := sl.rec.status == core.StatusExpired, rec.Status == core.StatusExpired
+		switch {
+		case !was && is:
+			s.records.Add(-1)
+		case was && !is:
+			s.records.Add(1) // a key reused after expiry: it may exceed the bound by the tombstones reused
+		}
+	}
+	sh.update(sl, rec, copyResponse)
 }
 
 // Delete implements store.Store.
@@ -226,10 +244,10 @@ func (s *Store) Delete(ctx context.Context, scope core.Scope, expectVersion uint
 }
 
 func (s *Store) remove(sh *shard, pl place) {
-	sh.drop(pl)
-	if s.recordsMax > 0 {
+	if s.recordsMax > 0 && pl.slot.rec.status != core.StatusExpired {
 		s.records.Add(-1)
 	}
+	sh.drop(pl)
 }
 
 // Wait implements store.Store: it blocks on a channel closed by the next
@@ -284,7 +302,7 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	case core.WriteUpdate:
 		// A response that came with the event is the caller's: keep a copy.
 		// Any other is the store's own, read back into the record.
-		sh.update(pl.slot, &a.Record, ev.Response.Body != nil || ev.Response.Headers != nil)
+		s.update(sh, pl.slot, &a.Record, ev.Response.Body != nil || ev.Response.Headers != nil)
 	case core.WriteDelete:
 		s.remove(sh, pl)
 	}

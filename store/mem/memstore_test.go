@@ -577,3 +577,54 @@ func applyOver(ctx context.Context, s store.Store, p *core.Policy, scope core.Sc
 	err := store.Apply(ctx, s, scope, ev, p, &a)
 	return a, err
 }
+
+// TestFullStoreRecoversWhenRecordsExpire (issue 10, defect 2): with soft
+// expiry, an expired record drops its response and frees its place at once,
+// so that a full store takes new keys again; its tombstone is pruned after
+// the retention, and a client reusing the expired key executes afresh.
+func TestFullStoreRecoversWhenRecordsExpire(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	stores(t, memstore.Options{RecordsMax: 2, Clock: clock}, func(t *testing.T, s store.Store, m *memstore.Store) {
+		p := idem.DefaultPolicy()
+		p.TTL, p.TombstoneRetention = time.Hour, 2*time.Hour
+		ex, err := idem.New(s, idem.WithPolicy(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sweeper, _ := ex.Sweeper()
+		ctx := context.Background()
+		ran := 0
+		action := func(context.Context, idem.Attempt) (idem.Response, error) { ran++; return response(ran), nil }
+		for i := range 2 {
+			if _, err := ex.Do(ctx, idem.Request{Scope: scopeN(i), Fingerprint: fp}, action); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := ex.Do(ctx, idem.Request{Scope: scopeN(2), Fingerprint: fp}, action); !errors.Is(err, store.ErrStoreFull) {
+			t.Fatalf("third key in a store of two: %v", err)
+		}
+		now = now.Add(time.Hour)
+		if n, err := sweeper.RunOnce(ctx); n != 2 || err != nil {
+			t.Fatalf("expired %d: %v", n, err)
+		}
+		snap, _ := m.Load(ctx, scopeN(0))
+		if snap.Record.Status != core.StatusExpired || snap.Record.Response.StatusCode != 0 || snap.Record.Response.Body != nil {
+			t.Fatalf("a tombstone keeps its response: %s", snap.Record.Describe())
+		}
+		if r, err := ex.Do(ctx, idem.Request{Scope: scopeN(2), Fingerprint: fp}, action); err != nil || r.Kind != idem.ResultExecuted {
+			t.Fatalf("the full store did not recover: %+v %v", r, err)
+		}
+		// Reusing an expired key is a new incarnation: it executes.
+		if r, err := ex.Do(ctx, idem.Request{Scope: scopeN(1), Fingerprint: fp}, action); err != nil || r.Kind != idem.ResultExecuted || ran != 4 {
+			t.Fatalf("expired key reused: %+v %v (ran %d)", r, err, ran)
+		}
+		now = now.Add(2 * time.Hour)
+		if _, err := sweeper.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if snap, _ := m.Load(ctx, scopeN(0)); snap.Record.Exists() {
+			t.Fatalf("the tombstone outlived its retention: %s", snap.Record.Describe())
+		}
+	})
+}
