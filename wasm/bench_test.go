@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/wasm/internal/abi"
 )
 
 // The benchmarks of BENCHMARKS.md, "wasm": each Step benchmark runs the
@@ -84,7 +85,7 @@ func BenchmarkStep(b *testing.B) {
 // measurement behind the choice of encoding.
 func BenchmarkStepJSON(b *testing.B) {
 	wasm := buildGuest(b, "abijson")
-	h, err := newHost(context.Background(), wasm)
+	h, err := newHost(context.Background(), wasm, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,16 +146,101 @@ func buildGuest(tb testing.TB, tags string) []byte {
 	return wasm
 }
 
-// BenchmarkCompile is wazero compiling the embedded module: once per Host.
+// BenchmarkCompile is wazero compiling the embedded module, once per Host:
+// with its optimizing compiler (New's default), with its interpreter, and
+// from a compilation cache already holding it (Options.CompilationCacheDir,
+// a fresh runtime each time, as after a restart).
 func BenchmarkCompile(b *testing.B) {
 	ctx := context.Background()
-	for b.Loop() {
-		rt := wazero.NewRuntime(ctx)
+	compile := func(b *testing.B, config func() wazero.RuntimeConfig) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rt := wazero.NewRuntimeWithConfig(ctx, config())
+			if _, err := rt.CompileModule(ctx, module); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	}
+	b.Run("compiler", func(b *testing.B) { compile(b, wazero.NewRuntimeConfig) })
+	b.Run("interpreter", func(b *testing.B) { compile(b, wazero.NewRuntimeConfigInterpreter) })
+	b.Run("cached", func(b *testing.B) {
+		cache, err := wazero.NewCompilationCacheWithDir(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cache.Close(ctx)
+		config := func() wazero.RuntimeConfig { return wazero.NewRuntimeConfig().WithCompilationCache(cache) }
+		rt := wazero.NewRuntimeWithConfig(ctx, config()) // fills the cache
 		if _, err := rt.CompileModule(ctx, module); err != nil {
 			b.Fatal(err)
 		}
 		rt.Close(ctx)
+		compile(b, config)
+	})
+}
+
+// BenchmarkCompileFloor compiles a minimal Go wasip1 reactor that imports
+// only strconv and time: the part of BenchmarkCompile that is Go's runtime
+// and not idem.
+func BenchmarkCompileFloor(b *testing.B) {
+	dir := b.TempDir()
+	src := `package main
+
+import (
+	"strconv"
+	"time"
+)
+
+func main() {}
+
+//go:wasmexport floor
+func floor(n int64) int64 {
+	s := strconv.FormatInt(n, 10) + time.Unix(n, 0).UTC().Format(time.RFC3339)
+	return int64(len(s))
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		b.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module floor\n\ngo 1.24\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	out := filepath.Join(dir, "floor.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatal(errors.New(string(msg)), err)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("the minimal reactor: %d bytes", len(wasm))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		rt := wazero.NewRuntime(ctx)
+		if _, err := rt.CompileModule(ctx, wasm); err != nil {
+			b.Fatal(err)
+		}
+		rt.Close(ctx)
+	}
+}
+
+// BenchmarkStepInterpreter is BenchmarkStep's Complete step on wazero's
+// interpreter, against the compiler and native in the same run.
+func BenchmarkStepInterpreter(b *testing.B) {
+	h, err := newHost(context.Background(), module, Options{interpreter: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	s := benchSteps()[2]
+	b.Run("native", func(b *testing.B) { benchStep(b, core.Step, s.rec, s.ev, s.want) })
+	b.Run("compiler", func(b *testing.B) { benchStep(b, testHost(b).Step, s.rec, s.ev, s.want) })
+	b.Run("interpreter", func(b *testing.B) { benchStep(b, h.Step, s.rec, s.ev, s.want) })
 }
 
 // BenchmarkInstantiate is one more instance from the compiled module,
@@ -194,5 +280,53 @@ func BenchmarkCallFloor(b *testing.B) {
 		if err := version.CallWithStack(ctx, inst.stack); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFloor splits a step on a module built with -tags abifloor, whose
+// floor exports (wasm/guest/floor_on.go) run one part of it n times inside
+// the guest: ns/op is per step, the host crossing divided away.
+//
+//	go test -run '^$' -bench Floor -benchmem -count 3 ./wasm/
+func BenchmarkFloor(b *testing.B) {
+	wasm := buildGuest(b, "abifloor")
+	ctx := context.Background()
+	h, err := newHost(ctx, wasm, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(ctx)
+	for _, s := range benchSteps() {
+		inst, err := h.get(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := core.DefaultPolicy()
+		req := abi.AppendRequest(nil, &s.rec, &s.ev, &p)
+		if err := inst.input.CallWithStack(ctx, []uint64{uint64(len(req))}); err != nil {
+			b.Fatal(err)
+		}
+		addr, _ := inst.input.Call(ctx, uint64(len(req)))
+		inst.mem.Write(uint32(addr[0]), req)
+		mallocs, err := inst.mod.ExportedFunction("idem_floor_mallocs").Call(ctx, uint64(len(req)), 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %d guest allocations per step", s.name, mallocs[0]/1000)
+		const n = 1000
+		for _, part := range []string{"step", "decode", "encode", "whole"} {
+			f := inst.mod.ExportedFunction("idem_floor_" + part)
+			b.Run(s.name+"/"+part, func(b *testing.B) {
+				stack := make([]uint64, 2)
+				for b.Loop() {
+					stack[0], stack[1] = uint64(len(req)), n
+					if err := f.CallWithStack(ctx, stack); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/step")
+			})
+		}
+		h.put(ctx, inst)
 	}
 }

@@ -2,6 +2,7 @@ package wasmcore
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 
@@ -14,18 +15,35 @@ var (
 	sharedHostOnce sync.Once
 	sharedHost     *Host
 	sharedHostErr  error
+	// sharedCacheDir is sharedHost's Options.CompilationCacheDir, which
+	// TestCompilationCache reopens; TestMain removes it.
+	sharedCacheDir string
 )
 
 // testHost is one Host over the embedded module for the whole test binary:
 // compiling the module is the slow part, and sharing the Host also tests
-// that it can be shared.
+// that it can be shared. It keeps its compiled code in sharedCacheDir, so
+// that TestCompilationCache gets a cached host without a second compile.
 func testHost(t testing.TB) *Host {
 	t.Helper()
-	sharedHostOnce.Do(func() { sharedHost, sharedHostErr = New(context.Background()) })
+	sharedHostOnce.Do(func() {
+		if sharedCacheDir, sharedHostErr = os.MkdirTemp("", "idem-wasm-cache-"); sharedHostErr != nil {
+			return
+		}
+		sharedHost, sharedHostErr = NewWithOptions(context.Background(), Options{CompilationCacheDir: sharedCacheDir})
+	})
 	if sharedHostErr != nil {
 		t.Fatal(sharedHostErr)
 	}
 	return sharedHost
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedCacheDir != "" {
+		os.RemoveAll(sharedCacheDir)
+	}
+	os.Exit(code)
 }
 
 // The signature check the simulator's flag relies on: Host.Step is a

@@ -59,6 +59,7 @@ var (
 // safe for concurrent use. The zero Host is not usable: call New.
 type Host struct {
 	runtime  wazero.Runtime
+	cache    wazero.CompilationCache // nil without Options.CompilationCacheDir
 	compiled wazero.CompiledModule
 	config   wazero.ModuleConfig
 	// idle holds instances ready for a step. Its capacity bounds how many
@@ -70,26 +71,67 @@ type Host struct {
 	closed bool
 }
 
+// Options configure NewWithOptions. The zero Options are New's.
+type Options struct {
+	// CompilationCacheDir, if not empty, is a directory where wazero keeps
+	// the machine code it compiles the module to, and looks for it first:
+	// a process that restarts with the same directory, module and wazero
+	// version loads the code instead of compiling it again (BENCHMARKS.md,
+	// "wasm": compiling takes over a second, loading tens of
+	// milliseconds). The directory is created if missing; it may be shared
+	// by hosts and processes.
+	CompilationCacheDir string
+
+	// interpreter runs the module in wazero's interpreter instead of
+	// compiling it: only for the benchmarks that compare the two.
+	interpreter bool
+}
+
 // New compiles the embedded module and checks its ABI version by
 // instantiating it once.
-func New(ctx context.Context) (*Host, error) { return newHost(ctx, module) }
+func New(ctx context.Context) (*Host, error) { return newHost(ctx, module, Options{}) }
 
-// newHost is New for another module: tests use it for a perturbed build.
-func newHost(ctx context.Context, wasm []byte) (*Host, error) {
-	rt := wazero.NewRuntime(ctx)
+// NewWithOptions is New with options.
+func NewWithOptions(ctx context.Context, opts Options) (*Host, error) {
+	return newHost(ctx, module, opts)
+}
+
+// newHost is NewWithOptions for another module: tests use it for a
+// perturbed build.
+func newHost(ctx context.Context, wasm []byte, opts Options) (*Host, error) {
+	config := wazero.NewRuntimeConfig()
+	if opts.interpreter {
+		config = wazero.NewRuntimeConfigInterpreter()
+	}
+	var cache wazero.CompilationCache
+	if opts.CompilationCacheDir != "" {
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(opts.CompilationCacheDir); err != nil {
+			return nil, fmt.Errorf("idem/wasm: opening the compilation cache: %w", err)
+		}
+		config = config.WithCompilationCache(cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, config)
+	closeAll := func() {
+		rt.Close(ctx)
+		if cache != nil {
+			cache.Close(ctx)
+		}
+	}
 	// The Go runtime inside the module imports WASI for its clock, its
 	// random seed and its crash message; the core itself performs no I/O.
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		rt.Close(ctx)
+		closeAll()
 		return nil, fmt.Errorf("idem/wasm: instantiating WASI: %w", err)
 	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
-		rt.Close(ctx)
+		closeAll()
 		return nil, fmt.Errorf("idem/wasm: compiling the module: %w", err)
 	}
 	h := &Host{
 		runtime:  rt,
+		cache:    cache,
 		compiled: compiled,
 		// A reactor: _initialize starts the Go runtime, no _start. An
 		// empty name lets several instances of the module coexist.
@@ -98,7 +140,7 @@ func newHost(ctx context.Context, wasm []byte) (*Host, error) {
 	}
 	inst, err := h.instantiate(ctx)
 	if err != nil {
-		rt.Close(ctx)
+		closeAll()
 		return nil, err
 	}
 	h.idle <- inst
@@ -111,7 +153,11 @@ func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
-	return h.runtime.Close(ctx)
+	err := h.runtime.Close(ctx)
+	if h.cache != nil {
+		err = errors.Join(err, h.cache.Close(ctx))
+	}
+	return err
 }
 
 // Step is core.Step through the wasm module, with its signature, so that

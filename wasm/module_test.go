@@ -87,7 +87,7 @@ var versionModule = []byte{
 // version, is refused with ErrABIVersion and a message naming both versions.
 func TestABIVersionMismatch(t *testing.T) {
 	ctx := context.Background()
-	_, err := newHost(ctx, versionModule)
+	_, err := newHost(ctx, versionModule, Options{})
 	if !errors.Is(err, ErrABIVersion) {
 		t.Fatalf("newHost(ABI v99 module) = %v, want ErrABIVersion", err)
 	}
@@ -96,7 +96,7 @@ func TestABIVersionMismatch(t *testing.T) {
 	}
 	noVersion := append([]byte(nil), versionModule...)
 	copy(noVersion[23:], "idem_abi_xxxxxxx") // rename the export (its name starts at byte 23)
-	if _, err := newHost(ctx, noVersion); !errors.Is(err, ErrABIVersion) {
+	if _, err := newHost(ctx, noVersion, Options{}); !errors.Is(err, ErrABIVersion) {
 		t.Fatalf("newHost(module without a version) = %v, want ErrABIVersion", err)
 	}
 }

@@ -48,7 +48,7 @@ func testPerturbedHost(t *testing.T) *Host {
 			perturbedErr = err
 			return
 		}
-		perturbedHost, perturbedErr = newHost(context.Background(), wasm)
+		perturbedHost, perturbedErr = newHost(context.Background(), wasm, Options{})
 	})
 	if perturbedErr != nil {
 		t.Fatal(perturbedErr)

@@ -6,4 +6,4 @@ import "github.com/idemkit/idem/core"
 
 // perturb and trap do nothing in the real module; see perturb_on.go.
 func perturb(*core.Transition, *core.Event) {}
-func trap(*core.Event)                  {}
+func trap(*core.Event)                      {}

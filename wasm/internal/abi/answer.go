@@ -29,7 +29,8 @@ func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *
 	dst = appendU64(dst, uint64(res.Write.ExpectToken))
 
 	var mask uint32
-	if after.Scope != before.Scope {
+	if !sameString(after.Scope.Tenant, before.Scope.Tenant) || !sameString(after.Scope.Principal, before.Scope.Principal) ||
+		!sameString(after.Scope.UseCase, before.Scope.UseCase) || !sameString(after.Scope.Key, before.Scope.Key) {
 		mask |= ChangedScope
 	}
 	if after.Status != before.Status {
@@ -47,7 +48,7 @@ func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *
 	if !sameResponse(&after.Response, &before.Response) {
 		mask |= ChangedResponse
 	}
-	if after.LastErrorCode != before.LastErrorCode {
+	if !sameString(after.LastErrorCode, before.LastErrorCode) {
 		mask |= ChangedLastErrorCode
 	}
 	if !unchangedTime(after.LockedUntil, before.LockedUntil) {
@@ -132,10 +133,20 @@ func isZeroResponse(r *core.Response) bool {
 	return r.StatusCode == 0 && r.SchemaVersion == 0 && r.Headers == nil && r.Body == nil
 }
 
+// sameString is a == b without a call when a and b share their bytes, as a
+// field Step left alone shares them with its copy in before: under Go's wasm
+// backend the call to runtime.memequal is what a comparison costs.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
 // unchangedTime reports whether after is still the time decoded into the
-// field: in InputLoc (see there) and the same instant.
+// field: in InputLoc (see there) and the same instant. before is such a time
+// (DecodeRequest), and a time without a monotonic reading has one
+// representation per instant and location, so == decides it without the
+// calls of Location and Equal.
 func unchangedTime(after, before time.Time) bool {
-	return after.Location() == InputLoc && after.Equal(before)
+	return after == before
 }
 
 func appendAnswerTime(dst []byte, t time.Time) []byte {
@@ -250,12 +261,6 @@ func malformed(err error) error {
 		err = errors.New("trailing bytes")
 	}
 	return errors.Join(ErrMalformedAnswer, err)
-}
-
-func (r *reader) fail(err error) {
-	if r.err == nil {
-		r.err = err
-	}
 }
 
 func (r *reader) strCopy() string { return strings.Clone(r.str()) }

@@ -116,15 +116,35 @@ var errShort = errors.New("request truncated or a length out of range")
 // reader decodes a request without copying: strings and byte slices alias
 // the request buffer, which the guest keeps unchanged until Step returns and
 // which the core does not retain after it.
+//
+// Its reads are written to be inlined, with one bounds check each and no
+// call on the way that succeeds: under Go's wasm backend a function call
+// costs tens of nanoseconds, and a request has some sixty fields
+// (BENCHMARKS.md, "wasm"). After the first error every read fails and
+// returns a zero value; err keeps that first error.
 type reader struct {
 	b   []byte
 	off int
 	err error
 }
 
+// fail records err unless an error came first, and makes every later read
+// fail.
+func (r *reader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.b, r.off = nil, 0
+}
+
+// at returns the address of b[off]; the caller has checked the bounds.
+func (r *reader) at() unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.b)), r.off)
+}
+
 func (r *reader) take(n int) []byte {
-	if r.err != nil || n < 0 || n > len(r.b)-r.off {
-		r.err = errShort
+	if n < 0 || n > len(r.b)-r.off {
+		r.fail(errShort)
 		return nil
 	}
 	s := r.b[r.off : r.off+n : r.off+n]
@@ -133,37 +153,47 @@ func (r *reader) take(n int) []byte {
 }
 
 func (r *reader) u8() uint8 {
-	if b := r.take(1); b != nil {
-		return b[0]
+	if r.off >= len(r.b) {
+		r.fail(errShort)
+		return 0
 	}
-	return 0
+	v := *(*uint8)(r.at())
+	r.off++
+	return v
 }
 
 func (r *reader) u32() uint32 {
-	if b := r.take(4); b != nil {
-		return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	if r.off > len(r.b)-4 {
+		r.fail(errShort)
+		return 0
 	}
-	return 0
+	v := load32(r.at())
+	r.off += 4
+	return v
 }
 
 func (r *reader) u64() uint64 {
-	if b := r.take(8); b != nil {
-		return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	if r.off > len(r.b)-8 {
+		r.fail(errShort)
+		return 0
 	}
-	return 0
+	v := load64(r.at())
+	r.off += 8
+	return v
 }
 
 func (r *reader) str() string {
 	n := r.u32()
+	if uint64(n) > uint64(len(r.b)-r.off) {
+		r.fail(errShort)
+		return ""
+	}
 	if n == 0 {
 		return ""
 	}
-	b := r.take(int(n))
-	if b == nil {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
+	s := unsafe.String((*byte)(r.at()), int(n))
+	r.off += int(n)
+	return s
 }
 
 // bytesOrNil returns nil for nilLength; an empty, non-nil slice is built on
