@@ -121,6 +121,20 @@ func BenchmarkDoOverStore(b *testing.B) {
 			}
 		}
 	})
+	// The floor of a replay through any executor: the request's checks
+	// (SPEC §3) and one event stepped through the core over the store.
+	b.Run("replay/floor", func(b *testing.B) {
+		var a store.Applied
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := req.Validate(&p); err != nil {
+				b.Fatal(err)
+			}
+			if err := store.Apply(ctx, m, req.Scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, &p, &a); err != nil || a.Transition.Decision.Kind != core.DecisionReplay {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("replay/do", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
