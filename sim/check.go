@@ -32,17 +32,34 @@ var invariantNames = [...]string{
 // checker holds a run to SPEC §6. It only observes: the store's writes, the
 // gateway's ledger, every answer a client saw, and the end state. It injects
 // nothing and decides nothing.
+//
+// A key lives in incarnations: expiry (or a prune, or a hard delete) ends
+// one, and the next reserve starts another, with a new CreatedAt. What binds
+// is per incarnation: at most one execution with an effect, one outcome
+// replayed to every client.
 type checker struct {
 	w *world
 	// granted: attempts (scope, token) that the store durably made the
-	// owner of an in_progress record.
-	granted map[attemptID]bool
-	firstCh []*charge    // by scope: the first real charge
-	seen    []seenAnswer // by scope: the first outcome a client saw
+	// owner of an in_progress record, with the incarnation (CreatedAt, in
+	// Unix nanoseconds) they belong to.
+	granted map[attemptID]int64
+	// effect: per incarnation, the first request the gateway processed
+	// (a charge, a decline or another business answer).
+	effect map[incarnation]*charge
+	seen   map[incarnation]seenAnswer // the first outcome a client saw
+	// tokens: every attempt token ever granted, and its scope: a token never
+	// repeats, for a scope (across deletes and prunes) or across scopes.
+	tokens map[core.Token]int32
 }
 
-// seenAnswer is the first outcome a client saw for a scope; its slices are
-// shared with the answer and never modified.
+// incarnation names one life of a key: its scope and its CreatedAt.
+type incarnation struct {
+	scope   int32
+	created int64
+}
+
+// seenAnswer is the first outcome a client saw for an incarnation; its
+// slices are shared with the answer and never modified.
 type seenAnswer struct {
 	response core.Response
 	ok       bool
@@ -50,9 +67,10 @@ type seenAnswer struct {
 
 func (c *checker) init(w *world) {
 	c.w = w
-	c.granted = make(map[attemptID]bool, w.cfg.Requests)
-	c.firstCh = make([]*charge, w.cfg.Requests)
-	c.seen = make([]seenAnswer, w.cfg.Requests)
+	c.granted = make(map[attemptID]int64, w.cfg.Requests)
+	c.effect = make(map[incarnation]*charge, w.cfg.Requests)
+	c.seen = make(map[incarnation]seenAnswer, w.cfg.Requests)
+	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
 }
 
 // fail records a violation and stops the run.
@@ -72,43 +90,71 @@ func (c *checker) fail(inv int, scope int32, format string, args ...any) {
 	w.stopped = true
 }
 
-// write hears a write the store applied (invariant 4 and the grants of 7).
-func (c *checker) write(m opMeta, rec *core.Record, kind core.WriteKind, expectToken core.Token) {
-	if m.scope < 0 {
+// write hears a write the store applied to scope, whose record was prev
+// (invariant 4, the grants of 7, fresh tokens, leases that never shrink).
+func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core.WriteKind, expectToken core.Token) {
+	if scope < 0 {
 		return
 	}
 	if rec.Status == core.StatusInProgress && kind != core.WriteDelete {
-		c.granted[attemptID{m.scope, rec.Token}] = true
+		c.grant(scope, prev, rec)
 	}
 	switch m.event {
 	case core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat:
 		// An owner's write must find its own attempt's token on the record.
 		if m.actor == ActorServer && kind != core.WriteInsert && expectToken != m.attempt {
-			c.fail(4, m.scope, "%v of attempt %d wrote over the record of attempt %d", m.event, m.attempt, expectToken)
+			c.fail(4, scope, "%v of attempt %d wrote over the record of attempt %d", m.event, m.attempt, expectToken)
 		}
+	}
+}
+
+// grant hears rec become (or stay) in_progress.
+func (c *checker) grant(scope int32, prev, rec *core.Record) {
+	id := attemptID{scope, rec.Token}
+	if _, ok := c.granted[id]; !ok {
+		// A new attempt: its token was never granted before, to this scope
+		// (deleted and pruned records included) or any other. Tokens grow as
+		// the store hands them out, but a grant may come long after its load
+		// (a paused server inserting into a key pruned meanwhile), so only
+		// uniqueness is required of grants.
+		if s, seen := c.tokens[rec.Token]; seen {
+			c.fail(4, scope, "token %d granted again (first to scope %d)", rec.Token, s)
+			return
+		}
+		c.tokens[rec.Token] = scope
+		c.granted[id] = rec.CreatedAt.UnixNano()
+		return
+	}
+	// The same attempt written again (a heartbeat, a clock that stepped
+	// back): its lease never shrinks.
+	if prev.Token == rec.Token && prev.Status == core.StatusInProgress && rec.LockedUntil.Before(prev.LockedUntil) {
+		c.fail(4, scope, "the lease of attempt %d shrank from %v to %v", rec.Token, prev.LockedUntil, rec.LockedUntil)
 	}
 }
 
 // gatewayCall hears an attempt start its side effect (invariant 7).
 func (c *checker) gatewayCall(scope int32, token core.Token) {
 	c.w.report.Executions++
-	if !c.granted[attemptID{scope, token}] {
+	if _, ok := c.granted[attemptID{scope, token}]; !ok {
 		c.fail(7, scope, "attempt %d called the gateway without a reservation the store acknowledged", token)
 	}
 }
 
-// charge hears the gateway charge (invariants 1 and 3).
-func (c *checker) charge(req *request, ch *charge) {
-	if ch.declined {
+// charge hears the gateway process a request of attempt token: a charge, a
+// decline or another business answer (invariants 1 and 3).
+func (c *checker) charge(req *request, token core.Token, ch *charge) {
+	if ch.kind == chargeMade {
+		c.w.report.Charges++
+	} else {
 		c.w.report.Declines++
+	}
+	inc := incarnation{req.scope, c.granted[attemptID{req.scope, token}]}
+	if first := c.effect[inc]; first != nil {
+		c.fail(1, req.scope, "request %d (payload %d, %v) is a second execution with an effect in this incarnation of the key, after request %d (payload %d, %v)",
+			ch.id, ch.payload, ch.kind, first.id, first.payload, first.kind)
 		return
 	}
-	c.w.report.Charges++
-	if first := c.firstCh[req.scope]; first != nil {
-		c.fail(1, req.scope, "charge %d (payload %d) is a second real charge for this scope, after charge %d (payload %d)", ch.id, ch.payload, first.id, first.payload)
-		return
-	}
-	c.firstCh[req.scope] = ch
+	c.effect[inc] = ch
 	if rec := &c.w.shadow[req.scope]; rec.Exists() && rec.Fingerprint != req.fp && c.w.cfg.Baseline.comparesFingerprints() {
 		c.fail(3, req.scope, "payload %d executed under a record of another fingerprint", req.payload)
 	}
@@ -123,32 +169,46 @@ func (c *checker) answer(req *request, a *answer) {
 		c.fail(3, req.scope, "the client of payload %d received the outcome of payload %d", req.payload, p)
 		return
 	}
-	if first := &c.seen[req.scope]; !first.ok {
-		*first = seenAnswer{a.response, true}
+	inc := incarnation{req.scope, a.created}
+	if first, ok := c.seen[inc]; !ok {
+		c.seen[inc] = seenAnswer{a.response, true}
 	} else if !first.response.Equal(a.response) {
 		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.response.Describe(), a.response.Describe())
 	}
 }
 
-// final checks the end state: invariants 2, 5 and 6.
+// final checks the end state: invariants 2, 5 and 6. A record the
+// reconciler gave up on (its attempts ran out) is left to an operator, as
+// the policy says: it is counted, and neither it nor its clients break
+// invariants 5 and 6.
 func (c *checker) final() {
 	w := c.w
+	abandoned := make([]bool, len(w.shadow))
 	for i := range w.shadow {
 		scope := int32(i)
 		rec := &w.shadow[i]
 		switch rec.Status {
-		case core.StatusInProgress, core.StatusUnknown:
+		case core.StatusUnknown:
+			if rec.ReconcileAfter.IsZero() {
+				abandoned[i] = true
+				w.report.Abandoned++
+				continue
+			}
+			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
+			return
+		case core.StatusInProgress:
 			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
 			return
 		case core.StatusCompleted:
-			if first := &c.seen[scope]; first.ok && !first.response.Equal(rec.Response) {
+			inc := incarnation{scope, rec.CreatedAt.UnixNano()}
+			if first := c.seen[inc]; first.ok && !first.response.Equal(rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}
 		}
 	}
 	for _, r := range w.requests {
-		if !r.done {
+		if !r.done && !abandoned[r.scope] {
 			c.fail(6, r.scope, "payload %d has no answer %v after faults stopped", r.payload, fmtTime(w.now-w.healAt))
 			return
 		}

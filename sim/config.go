@@ -29,13 +29,14 @@ const (
 	FaultDisconnect                        // the client hangs up while the action runs: its context is cancelled
 	FaultDuplicate                         // a client sends the same request to two servers at once
 	FaultKeyMisuse                         // a buggy client (a quarter of them) reuses a key for another payload
+	FaultGatewayOddAnswer                  // the gateway answers a 502 business answer, an empty body, or a large one
 	faultCount
 )
 
 var faultNames = [faultCount]string{
 	"crash", "lost_request", "lost_response", "gateway_timeout_before", "gateway_timeout_after",
 	"gateway_reject", "gateway_refuse", "gateway_slow", "store_error_before", "store_error_after",
-	"store_latency", "pause", "disconnect", "duplicate", "key_misuse",
+	"store_latency", "pause", "disconnect", "duplicate", "key_misuse", "gateway_odd_answer",
 }
 
 func (f Fault) String() string {
@@ -139,6 +140,29 @@ type Config struct {
 	// StorePath is how servers and workers reach the memory store: drawn
 	// per seed, or always one of its two paths.
 	StorePath StorePath
+	// DrawLifecycle draws each seed's lifecycle policy from its seed,
+	// around Lifecycle: leases of 1 to 3 s, TTLs and tombstone retentions
+	// short enough that records expire, are pruned and are reused within a
+	// run, either expiry and fail mode, and reconcile limits low enough that
+	// records are given up to an operator.
+	DrawLifecycle bool
+}
+
+// drawLifecycle is base with the tunables drawn from r.
+func drawLifecycle(base core.Policy, r *rand.Rand) core.Policy {
+	pick := func(ds ...time.Duration) time.Duration { return ds[r.IntN(len(ds))] }
+	p := base
+	p.LeaseDuration = pick(time.Second, 2*time.Second, 3*time.Second)
+	p.TTL = pick(3*time.Second, 8*time.Second, 30*time.Second, 24*time.Hour)
+	p.TombstoneRetention = pick(time.Second, 5*time.Second, time.Hour)
+	p.Expiry = core.ExpiryMode(r.IntN(2))
+	p.Fail = core.FailMode(r.IntN(2))
+	p.InFlightAnswer = core.InFlightAnswer(r.IntN(2))
+	p.InFlightWait = pick(0, 200*time.Millisecond)
+	p.ReconcileBackoffBase = pick(50*time.Millisecond, 100*time.Millisecond)
+	p.ReconcileBackoffCap = pick(time.Second, 2*time.Second)
+	p.ReconcileAttemptsMax = []uint32{6, 20, 1000}[r.IntN(3)]
+	return p
 }
 
 // StorePath is how the executor reaches the memory store.
@@ -209,6 +233,7 @@ func DefaultConfig() Config {
 		Baseline:          BaselineCorrect,
 		Faults:            AllFaults,
 		Swarm:             true,
+		DrawLifecycle:     true,
 		Arrival:           10 * time.Second,
 		Lifecycle:         p,
 		NetLatencyMin:     500 * time.Microsecond,

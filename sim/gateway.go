@@ -24,15 +24,33 @@ type attemptID struct {
 	token core.Token
 }
 
-// charge is one entry of the ledger: a charge, or a declined attempt.
+// charge is one entry of the ledger: a request the gateway processed, with
+// what it answered.
 type charge struct {
-	id       int
-	scope    int32
-	amount   int64
-	payload  int64
-	declined bool
-	resp     core.Response // built once: its slices are never modified
+	id      int
+	scope   int32
+	amount  int64
+	payload int64
+	kind    chargeKind
+	resp    core.Response // built once: its slices are never modified
 }
+
+// chargeKind is what the gateway did with a request it processed. Every
+// kind is a business outcome, stored and replayed, never run again.
+type chargeKind uint8
+
+const (
+	chargeMade     chargeKind = iota // charged: 201 with the payment
+	chargeDeclined                   // the card was declined: 402
+	chargeFailed                     // the processor failed: a 502 business answer
+	chargeEmpty                      // charged, answered 201 with an empty body
+	chargeLarge                      // charged, answered 201 with a large body
+	chargeKindCount
+)
+
+var chargeKindNames = [chargeKindCount]string{"charge", "decline", "processor_error", "charge_empty_body", "charge_large_body"}
+
+func (k chargeKind) String() string { return chargeKindNames[k] }
 
 type gatewayResult struct {
 	charge *charge // nil: refused, nothing happened
@@ -53,23 +71,36 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 		return gatewayResult{}
 	}
 	if w.cfg.GatewayIdempotent {
-		if ch := g.byKey[scope]; ch != nil {
+		// Its own dedupe by key, for the same request only: a key reused
+		// for another payload (after idem's record expired, say) is a new
+		// request to it too.
+		if ch := g.byKey[scope]; ch != nil && ch.payload == req.payload {
 			g.ledger[attemptID{scope, token}] = ch
 			return gatewayResult{charge: ch}
 		}
 	}
 	g.next++
-	ch := &charge{id: g.next, scope: scope, amount: req.amount, payload: req.payload}
-	if w.fault(FaultGatewayReject, w.rng.gateway) {
-		ch.declined = true
-		w.log(TraceEvent{Scope: scope, Actor: ActorGateway, What: WhatDecline, Token: token})
+	ch := &charge{id: g.next, scope: scope, amount: req.amount, payload: req.payload, kind: g.answerKind(w)}
+	if ch.kind == chargeDeclined || ch.kind == chargeFailed {
+		w.log(TraceEvent{Scope: scope, Actor: ActorGateway, What: WhatDecline, Token: token, Arg: int64(ch.kind)})
 	} else {
 		w.log(TraceEvent{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
 	}
 	g.ledger[attemptID{scope, token}] = ch
 	g.byKey[scope] = ch
-	w.check.charge(req, ch)
+	w.check.charge(req, token, ch)
 	return gatewayResult{charge: ch}
+}
+
+// answerKind draws what the gateway answers a request it processes.
+func (g *gateway) answerKind(w *world) chargeKind {
+	switch {
+	case w.fault(FaultGatewayReject, w.rng.gateway):
+		return chargeDeclined
+	case w.fault(FaultGatewayOddAnswer, w.rng.gateway):
+		return chargeFailed + chargeKind(w.rng.gateway.IntN(3))
+	}
+	return chargeMade
 }
 
 // response is the API response for a ledger entry. The executing server and
@@ -84,15 +115,32 @@ func (ch *charge) response() core.Response {
 func (ch *charge) build() core.Response {
 	headers := []core.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Payload", Value: strconv.FormatInt(ch.payload, 10)}}
 	body := make([]byte, 0, 80)
-	if ch.declined {
+	switch ch.kind {
+	case chargeDeclined:
 		body = append(strconv.AppendInt(append(body, `{"error":"card_declined","attempt":`...), int64(ch.id), 10), '}')
 		return core.Response{StatusCode: http.StatusPaymentRequired, Headers: headers, SchemaVersion: 1, Body: body}
+	case chargeFailed:
+		body = append(strconv.AppendInt(append(body, `{"error":"processor_error","attempt":`...), int64(ch.id), 10), '}')
+		return core.Response{StatusCode: http.StatusBadGateway, Headers: headers, SchemaVersion: 1, Body: body}
+	case chargeEmpty:
+		return core.Response{StatusCode: http.StatusCreated, Headers: headers, SchemaVersion: 1, Body: []byte{}}
+	case chargeLarge:
+		body = make([]byte, 0, largeBodyBytes)
+		for len(body) < largeBodyBytes-64 {
+			body = strconv.AppendInt(append(body, `{"paymentId":"pay-`...), int64(ch.id), 10)
+			body = append(body, `"},`...)
+		}
+		return core.Response{StatusCode: http.StatusCreated, Headers: headers, SchemaVersion: 1, Body: body}
 	}
 	body = strconv.AppendInt(append(body, `{"paymentId":"pay-`...), int64(ch.id), 10)
 	body = strconv.AppendInt(append(body, `","amount":`...), ch.amount, 10)
 	body = append(body, `,"status":"created"}`...)
 	return core.Response{StatusCode: http.StatusCreated, Headers: headers, SchemaVersion: 1, Body: body}
 }
+
+// largeBodyBytes is the size of a large answer: well past a network packet,
+// well within the policy's stored-response limit.
+const largeBodyBytes = 64 << 10
 
 // payloadOf reads back the payload a response was made for.
 func payloadOf(r *core.Response) int64 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
 )
 
 // Command is the simrun command line that reproduces cfg exactly.
@@ -28,6 +29,9 @@ func (c *Config) Command() string {
 	if c.StorePath != StorePathDrawn {
 		fmt.Fprintf(&b, " -store-path %v", c.StorePath)
 	}
+	if !c.DrawLifecycle {
+		b.WriteString(" -draw-lifecycle=false")
+	}
 	return b.String()
 }
 
@@ -40,8 +44,11 @@ func (c *Config) Describe() string {
 	if !c.Swarm {
 		fmt.Fprintf(&b, " fault_rate=%g", c.FaultRate[0])
 	}
-	fmt.Fprintf(&b, "\nlifecycle:  lease=%v ttl=%v in_flight_wait=%v retry_after=%v reconcile_backoff=%v..%v attempts_max=%d expiry=%v fail=%v in_flight_answer=%v",
-		p.LeaseDuration, p.TTL, p.InFlightWait, p.RetryAfter, p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax, p.Expiry, p.Fail, p.InFlightAnswer)
+	if c.DrawLifecycle {
+		b.WriteString("\nlifecycle:  drawn per seed: lease 1-3s, ttl 3s-24h, tombstone retention 1s-1h, expiry soft|hard, fail keep|evict, attempts_max 6|20|1000 (each violation prints its seed's)")
+	} else {
+		b.WriteString("\nlifecycle:  " + describePolicy(p))
+	}
 	fmt.Fprintf(&b, "\nnetwork:    latency=%v..%v one way", c.NetLatencyMin, c.NetLatencyMax)
 	fmt.Fprintf(&b, "\nstore:      memstore, latency=%v..%v per call, path=%v", c.StoreLatencyMin, c.StoreLatencyMax, c.StorePath)
 	fmt.Fprintf(&b, "\ngateway:    latency=%v..%v timeout=%v idempotent=%t", c.GatewayLatencyMin, c.GatewayLatencyMax, c.GatewayTimeout, c.GatewayIdempotent)
@@ -52,6 +59,12 @@ func (c *Config) Describe() string {
 		b.WriteString("\nchecks:     SPEC §6 invariants 1-7, and the store's history for linearizability")
 	}
 	return b.String()
+}
+
+// describePolicy is the lifecycle policy on one line.
+func describePolicy(p *core.Policy) string {
+	return fmt.Sprintf("lease=%v ttl=%v tombstone_retention=%v in_flight_wait=%v retry_after=%v reconcile_backoff=%v..%v attempts_max=%d expiry=%v fail=%v in_flight_answer=%v",
+		p.LeaseDuration, p.TTL, p.TombstoneRetention, p.InFlightWait, p.RetryAfter, p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax, p.Expiry, p.Fail, p.InFlightAnswer)
 }
 
 // describeRates lists the faults that fire in a run and how often.
@@ -144,6 +157,7 @@ func WriteText(out io.Writer, cfg Config, seeds int, reports []*Report, verbose 
 					fmt.Fprintf(out, "    %s\n", e)
 				}
 			}
+			fmt.Fprintf(out, "  lifecycle: %s\n", describePolicy(&r.Config.Lifecycle))
 			fmt.Fprintf(out, "  reproduce: %s\n", r.Config.Command())
 		}
 	}

@@ -40,6 +40,7 @@ type Tally struct {
 	Status503  int `json:"status_503"`       // store unavailable (failed closed)
 	Status5xx  int `json:"status_5xx_other"` // other server errors (not executed, response invalid)
 	LinChecked int `json:"lin_checked"`      // store operations checked for linearizability (-lincheck)
+	Abandoned  int `json:"abandoned"`        // unknown records the reconciler gave up on: left to an operator
 }
 
 func (t *Tally) add(o *Tally) {
@@ -56,6 +57,7 @@ func (t *Tally) add(o *Tally) {
 	t.Status503 += o.Status503
 	t.Status5xx += o.Status5xx
 	t.LinChecked += o.LinChecked
+	t.Abandoned += o.Abandoned
 }
 
 // CounterValue is one SPEC §7 counter's total.

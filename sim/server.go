@@ -111,6 +111,9 @@ type serverCall struct {
 	hbStop bool
 	main   opRun  // every apply of the call, one at a time
 	hb     *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
+	// created is the incarnation (CreatedAt) of the record the last
+	// reserve answered from: the answer carries it to the checkers.
+	created int64
 
 	// The action's state.
 	attempt    idem.Attempt
@@ -243,6 +246,9 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	if kind == evHbStep {
 		c.beaten(a, err)
 	} else {
+		if err == nil && m.event == core.EventReserve {
+			c.created = a.Record.CreatedAt.UnixNano()
+		}
 		c.call.ApplyDone(a, err)
 		c.advance()
 	}
@@ -399,6 +405,7 @@ type answer struct {
 	response   core.Response // for a definitive outcome
 	retryAfter int64
 	kind       idem.ResultKind
+	created    int64 // the incarnation of the key the outcome belongs to
 }
 
 func toAnswer(r idem.Result, err error) answer {
@@ -413,7 +420,9 @@ func toAnswer(r idem.Result, err error) answer {
 }
 
 func (c *serverCall) reply() {
-	c.s.w.sendAnswer(c.s, c.att, toAnswer(c.call.Result()))
+	a := toAnswer(c.call.Result())
+	a.created = c.created
+	c.s.w.sendAnswer(c.s, c.att, a)
 }
 
 // sendAnswer sends a to the client of att, through the lossy network.

@@ -85,6 +85,10 @@ func run(cfg Config, tracing bool) *Report {
 
 func newWorld(cfg Config, tracing bool) *world {
 	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &counters{}, tracing: tracing}
+	if cfg.DrawLifecycle {
+		w.policy = drawLifecycle(cfg.Lifecycle, w.rng.policy)
+		w.cfg.Lifecycle = w.policy // the seed's report says which it drew
+	}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
 	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8, Deterministic: true})
@@ -268,15 +272,19 @@ func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding
 // applied hears every write the store applied for the caller m, before any
 // fault hides it.
 func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expectToken core.Token) {
-	if i, ok := w.scopeIdx[rec.Scope]; ok {
+	scope, ok := w.scopeIdx[rec.Scope]
+	if !ok {
+		scope = -1
+	} else {
+		prev := w.shadow[scope]
 		if kind == core.WriteDelete {
-			w.shadow[i] = core.Record{Scope: rec.Scope}
+			w.shadow[scope] = core.Record{Scope: rec.Scope}
 		} else {
-			w.shadow[i] = *rec
+			w.shadow[scope] = *rec
 		}
+		w.check.write(*m, scope, &prev, &w.shadow[scope], kind, expectToken)
 	}
 	w.log(TraceEvent{Scope: m.scope, Actor: ActorStore, What: WhatWrite, Token: rec.Token, Arg: int64(kind), Arg2: int64(rec.Status)})
-	w.check.write(*m, rec, kind, expectToken)
 	// Wake the servers waiting on this scope.
 	if m.scope < 0 {
 		return

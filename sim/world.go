@@ -273,16 +273,17 @@ func (c *clock) Time() time.Time { return epoch.Add(time.Duration(c.now)) }
 // choices of the others.
 type rngs struct {
 	swarm, clients, servers, net, store, gateway *rand.Rand
-	// path draws the seed's store path (Config.StorePath): a stream of its
-	// own, so that drawing it changes no other draw.
-	path *rand.Rand
+	// path draws the seed's store path (Config.StorePath) and policy the
+	// seed's lifecycle policy (Config.DrawLifecycle): streams of their own,
+	// so that drawing them changes no other draw.
+	path, policy *rand.Rand
 }
 
 func newRngs(seed uint64) rngs {
 	sub := func(component uint64) *rand.Rand {
 		return rand.New(rand.NewPCG(splitmix(seed^component*0x9e3779b97f4a7c15), splitmix(seed+component)))
 	}
-	return rngs{swarm: sub(1), clients: sub(2), servers: sub(3), net: sub(4), store: sub(5), gateway: sub(6), path: sub(7)}
+	return rngs{swarm: sub(1), clients: sub(2), servers: sub(3), net: sub(4), store: sub(5), gateway: sub(6), path: sub(7), policy: sub(8)}
 }
 
 func splitmix(x uint64) uint64 {
