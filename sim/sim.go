@@ -29,8 +29,7 @@ type world struct {
 	metrics *counters
 	ex      *idem.Executor
 
-	sweeper    *idem.Sweeper
-	reconciler *idem.Reconciler
+	sweepActor, reconcileActor *workerActor
 	// sweepMeta and reconcileMeta name the workers behind their store calls.
 	sweepMeta, reconcileMeta opMeta
 	// fastPath: this seed's servers and workers go through the memory
@@ -98,16 +97,8 @@ func newWorld(cfg Config, tracing bool) *world {
 	// it, so that every store call is attributed explicitly. The servers'
 	// executor only begins Flows: the servers make their store calls
 	// themselves, through their own views.
-	w.sweepMeta = opMeta{actor: ActorSweeper, scope: -1}
-	w.reconcileMeta = opMeta{actor: ActorReconciler, scope: -1}
 	w.ex = w.executor(nil)
-	var err error
-	if w.sweeper, err = w.executor(&w.sweepMeta).Sweeper(idem.WithBatchSize(50)); err != nil {
-		panic(err) // unreachable: the batch size is positive
-	}
-	if w.reconciler, err = w.executor(&w.reconcileMeta).Reconciler(w.reconcileCheck, idem.WithBatchSize(50)); err != nil {
-		panic(err) // unreachable: the check is set
-	}
+	w.newWorkerActors()
 	// Scopes are made only by new requests: at most cfg.Requests of them,
 	// so per-scope state is sized once.
 	w.scopeIdx = make(map[core.Scope]int32, cfg.Requests)
@@ -171,8 +162,8 @@ func (w *world) start() {
 	}
 	w.scheduleAll(ats, arrivals)
 	w.after(int64(w.cfg.Arrival), w.heal)
-	w.after(int64(w.cfg.ReconcileEvery), w.reconcileTick)
-	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
+	w.after(int64(w.cfg.ReconcileEvery), w.reconcileActor.tick)
+	w.after(int64(w.cfg.SweepEvery), w.sweepActor.tick)
 }
 
 // deadline is when the run gives up waiting for convergence: past it,
@@ -230,29 +221,6 @@ func (w *world) executor(meta *opMeta) *idem.Executor {
 	return ex
 }
 
-func (w *world) reconcileTick() {
-	if w.stopped {
-		return
-	}
-	w.reconcileMeta.returnAt = w.now
-	_, _ = w.reconciler.RunOnce(context.Background())
-	if w.settled() {
-		w.stopped = true // converged: nothing left to do
-		w.report.Converged = true
-		return
-	}
-	w.after(int64(w.cfg.ReconcileEvery), w.reconcileTick)
-}
-
-func (w *world) sweepTick() {
-	if w.stopped {
-		return
-	}
-	w.sweepMeta.returnAt = w.now
-	_, _ = w.sweeper.RunOnce(context.Background())
-	w.after(int64(w.cfg.SweepEvery), w.sweepTick)
-}
-
 // reconcileCheck is the reconciler's look at the truth: the gateway's
 // ledger. An attempt can still land a charge until its lease end (the
 // deadline it passed to the gateway), so before then it is still unknown.
@@ -299,6 +267,8 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 
 // finish runs the end-of-run checks and fills the report.
 func (w *world) finish() {
+	w.sweepActor.end()
+	w.reconcileActor.end()
 	if !w.stopped || w.report.Converged {
 		w.check.final()
 	}

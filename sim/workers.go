@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+)
+
+// errWorldStopped ends a worker's run that was under way when the world
+// stopped.
+var errWorldStopped = errors.New("sim: the world stopped")
+
+// workerActor runs the real idem sweeper or reconciler as an actor on
+// virtual time: its RunOnce runs as a coroutine (iter.Pull, so the switch
+// is deterministic) that suspends at each store call and at each look at
+// the gateway's ledger, for their latency. A worker's load, check and write
+// are separate steps, between which servers act: an owner's late Complete
+// can come after the reconciler loaded the record and before it wrote.
+type workerActor struct {
+	w     *world
+	meta  *opMeta
+	run   func(context.Context) (int, error)
+	every int64
+	after func() bool // called when a run ends; false stops ticking
+
+	next   func() (int64, bool)
+	stop   func()
+	yield  func(int64) bool
+	cancel context.CancelFunc
+	alive  bool // the coroutine is under way
+	halted bool // the world stopped during a run: no more store calls
+}
+
+// tick starts a run.
+func (a *workerActor) tick() {
+	if a.w.stopped {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.next, a.stop = iter.Pull(func(yield func(int64) bool) {
+		a.yield = yield
+		_, _ = a.run(ctx)
+	})
+	a.cancel, a.alive, a.halted = cancel, true, false
+	a.resume()
+}
+
+// resume runs the coroutine to its next suspension, and schedules the one
+// after it, or the next tick.
+func (a *workerActor) resume() {
+	if a.w.stopped {
+		a.end()
+		return
+	}
+	d, ok := a.next()
+	if ok {
+		a.w.after(d, a.resume)
+		return
+	}
+	a.end()
+	if a.after() {
+		a.w.after(a.every, a.tick)
+	}
+}
+
+// end stops the coroutine, if it is under way: what remains of its run
+// returns at once, making no store call.
+func (a *workerActor) end() {
+	if a.alive {
+		a.alive, a.halted = false, true
+		a.cancel()
+		a.stop()
+	}
+}
+
+// suspend lets d of virtual time pass for the worker; false means the world
+// stopped meanwhile.
+func (a *workerActor) suspend(d int64) bool { return a.yield(d) }
+
+// coStore is the store as a worker actor sees it: each call takes effect
+// when it is made, and the worker hears back after the store's latency.
+type coStore struct {
+	a     *workerActor
+	inner store.Store // the worker's view of the faulty store
+}
+
+// latency draws the next call's latency; false means the world stopped and
+// the call must not be made.
+func (c coStore) latency() (int64, bool) {
+	if c.a.halted {
+		return 0, false
+	}
+	d := c.a.w.storeLatency()
+	c.a.meta.returnAt = c.a.w.now + d
+	return d, true
+}
+
+func (c coStore) back(d int64) error {
+	if !c.a.suspend(d) {
+		return errWorldStopped
+	}
+	return nil
+}
+
+func (c coStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
+	d, ok := c.latency()
+	if !ok {
+		return store.Snapshot{}, errWorldStopped
+	}
+	snap, err := c.inner.Load(ctx, scope)
+	if e := c.back(d); e != nil {
+		return store.Snapshot{}, e
+	}
+	return snap, err
+}
+
+func (c coStore) write(do func() error) error {
+	d, ok := c.latency()
+	if !ok {
+		return errWorldStopped
+	}
+	err := do()
+	if e := c.back(d); e != nil {
+		return e
+	}
+	return err
+}
+
+func (c coStore) Insert(ctx context.Context, rec *core.Record) error {
+	return c.write(func() error { return c.inner.Insert(ctx, rec) })
+}
+
+func (c coStore) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, t core.Token) error {
+	return c.write(func() error { return c.inner.CompareAndSet(ctx, rec, v, t) })
+}
+
+func (c coStore) Delete(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
+	return c.write(func() error { return c.inner.Delete(ctx, scope, v, t) })
+}
+
+func (c coStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
+	d, ok := c.latency()
+	if !ok {
+		return nil, errWorldStopped
+	}
+	recs, err := c.inner.Due(ctx, kind, limit)
+	if e := c.back(d); e != nil {
+		return nil, e
+	}
+	return recs, err
+}
+
+func (c coStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
+	return c.inner.Wait(ctx, scope, v, t)
+}
+
+// apply is the fast path's Apply, one call with its latency.
+func (c coStore) apply(next store.ApplyFunc) store.ApplyFunc {
+	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+		return c.write(func() error { return next(ctx, scope, ev, p, out) })
+	}
+}
+
+// newWorkerActors builds the sweeper and the reconciler as actors over
+// their own views of the store.
+func (w *world) newWorkerActors() {
+	w.sweepMeta = opMeta{actor: ActorSweeper, scope: -1}
+	w.reconcileMeta = opMeta{actor: ActorReconciler, scope: -1}
+	sweep := &workerActor{w: w, meta: &w.sweepMeta, every: int64(w.cfg.SweepEvery), after: func() bool { return true }}
+	rec := &workerActor{w: w, meta: &w.reconcileMeta, every: int64(w.cfg.ReconcileEvery), after: w.afterReconcile}
+	sweeper, err := w.actorExecutor(sweep).Sweeper(idem.WithBatchSize(50))
+	if err != nil {
+		panic(err) // unreachable: the batch size is positive
+	}
+	reconciler, err := w.actorExecutor(rec).Reconciler(w.checkAs(rec), idem.WithBatchSize(50))
+	if err != nil {
+		panic(err) // unreachable: the check is set
+	}
+	sweep.run, rec.run = sweeper.RunOnce, reconciler.RunOnce
+	w.sweepActor, w.reconcileActor = sweep, rec
+}
+
+// actorExecutor is an executor over a's coroutine view of the store.
+func (w *world) actorExecutor(a *workerActor) *idem.Executor {
+	view := w.store.view(a.meta)
+	co := coStore{a: a, inner: view}
+	l := store.Layer{Outer: co, Inner: view}
+	if _, fast := view.(store.Applier); fast {
+		l.Apply = co.apply
+	}
+	ex, err := idem.New(store.Wrap(l), idem.WithPolicy(w.policy), idem.WithMetrics(w.metrics))
+	if err != nil {
+		panic(err) // unreachable: the policy was validated
+	}
+	return ex
+}
+
+// checkAs is the reconciler's Check for actor a: a look at the gateway's
+// ledger, a network round trip away (the ledger is read when the question
+// arrives).
+func (w *world) checkAs(a *workerActor) idem.Check {
+	return func(ctx context.Context, rec idem.Record) (idem.Finding, error) {
+		if a.halted || !a.suspend(w.netLatency()) {
+			return idem.Finding{}, errWorldStopped
+		}
+		f, err := w.reconcileCheck(ctx, rec)
+		if !a.suspend(w.netLatency()) {
+			return idem.Finding{}, errWorldStopped
+		}
+		return f, err
+	}
+}
+
+// afterReconcile ends the run once everything settled.
+func (w *world) afterReconcile() bool {
+	if w.settled() {
+		w.stopped = true // converged: nothing left to do
+		w.report.Converged = true
+		return false
+	}
+	return true
+}
