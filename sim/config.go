@@ -30,6 +30,10 @@ const (
 	FaultDuplicate                         // a client sends the same request to two servers at once
 	FaultKeyMisuse                         // a buggy client (a quarter of them) reuses a key for another payload
 	FaultGatewayOddAnswer                  // the gateway answers a 502 business answer, an empty body, or a large one
+	FaultGatewayStall                      // the request to the gateway stalls in transit for 0.5 to 2 leases: it lands after its attempt was marked unknown
+	FaultHeartbeatStall                    // a heartbeat is delayed by 1 to 2 leases while the action's gateway call is in flight
+	FaultCheckBad                          // the reconciler's look at the ledger errs, or returns a finding that cannot be stored
+	FaultStoreClockBack                    // the store's clock steps back by up to 100 ms, 250 ms in all (a database clock corrected)
 	faultCount
 )
 
@@ -37,6 +41,7 @@ var faultNames = [faultCount]string{
 	"crash", "lost_request", "lost_response", "gateway_timeout_before", "gateway_timeout_after",
 	"gateway_reject", "gateway_refuse", "gateway_slow", "store_error_before", "store_error_after",
 	"store_latency", "pause", "disconnect", "duplicate", "key_misuse", "gateway_odd_answer",
+	"gateway_stall", "heartbeat_stall", "check_bad", "store_clock_back",
 }
 
 func (f Fault) String() string {

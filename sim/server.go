@@ -322,7 +322,16 @@ func (c *serverCall) actionStep(kind uint8) {
 			w.log(TraceEvent{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 2})
 			return
 		}
-		w.afterH(w.netLatency(), c, evActionAtGateway)
+		transit := w.netLatency()
+		if w.fault(FaultGatewayStall, w.rng.gateway) {
+			// Long-tailed: the request is still on its way when the server
+			// gives up, the sweeper marks the attempt unknown, and the
+			// reconciler looks at the ledger.
+			lease := int64(w.policy.LeaseDuration)
+			transit += lease/2 + w.rng.gateway.Int64N(lease*3/2)
+			w.log(TraceEvent{Scope: c.scope, Actor: ActorGateway, What: WhatStall, Token: c.attempt.Token, Arg: transit})
+		}
+		w.afterH(transit, c, evActionAtGateway)
 	case evActionTimeout:
 		c.finishAction(core.Response{}, errGatewayTimeout, actionUnknown)
 	case evActionCancelled:
@@ -375,7 +384,17 @@ const (
 
 // heartbeat extends the attempt's lease every third of it until the action ends.
 func (c *serverCall) heartbeat() {
-	c.s.w.afterOnH(c.s, c.epoch, int64(c.s.w.policy.LeaseDuration/3), c, evHbTick)
+	w := c.s.w
+	d := int64(w.policy.LeaseDuration / 3)
+	if w.fault(FaultHeartbeatStall, w.rng.servers) {
+		// The heartbeat stalls past the lease while the gateway call is in
+		// flight: the sweeper may take the attempt over, and the next beat
+		// must tell the action its lease is lost.
+		lease := int64(w.policy.LeaseDuration)
+		d = lease + w.rng.servers.Int64N(lease)
+		w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStall, Token: c.token, Arg: d})
+	}
+	w.afterOnH(c.s, c.epoch, d, c, evHbTick)
 }
 
 func (c *serverCall) beat() {
@@ -392,7 +411,12 @@ func (c *serverCall) beat() {
 // could not be extended.
 func (c *serverCall) beaten(a *store.Applied, err error) {
 	if !c.call.HeartbeatDone(a, err) {
+		// The lease is lost: as the executor cancels the action's context
+		// (cause idem.ErrLeaseLost), the action stops waiting for the
+		// gateway and reports that it may have executed.
 		c.hbStop = true
+		c.s.w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatLeaseLost, Token: c.token})
+		c.finishAction(core.Response{}, idem.ErrLeaseLost, actionUnknown)
 		return
 	}
 	c.heartbeat()

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -35,7 +36,8 @@ type world struct {
 	// fastPath: this seed's servers and workers go through the memory
 	// store's single-lock Apply (what production Do takes over it), not
 	// load and compare-and-set (Config.StorePath).
-	fastPath bool
+	fastPath  bool
+	clockSkew int64 // how far the store's clock is behind the world's (FaultStoreClockBack)
 	// shadow is every scope's record as the store's applied writes left it:
 	// the checkers read it, so that watching the store never changes it (a
 	// Load would hand out a fresh token).
@@ -90,7 +92,7 @@ func newWorld(cfg Config, tracing bool) *world {
 	}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
-	w.mem = memstore.New(memstore.Options{Clock: w.Time, Shards: 8, Deterministic: true})
+	w.mem = memstore.New(memstore.Options{Clock: w.storeTime, Shards: 8, Deterministic: true})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	w.fastPath = cfg.fastPath(w.rng.path)
 	// One executor per actor kind, each over the store as that actor sees
@@ -228,6 +230,11 @@ func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding
 	if w.plant.neverReconcile {
 		return idem.Finding{Verdict: core.VerdictStillUnknown}, nil
 	}
+	if w.fault(FaultCheckBad, w.rng.gateway) {
+		how := w.rng.gateway.IntN(len(checkBadNames))
+		w.log(TraceEvent{Scope: w.scopeIdx[rec.Scope], Actor: ActorReconciler, What: WhatCheck, Token: rec.Token, Arg: int64(how)})
+		return badFinding(how)
+	}
 	if ch := w.gateway.find(attemptID{w.scopeIdx[rec.Scope], rec.Token}); ch != nil {
 		return idem.Finding{Verdict: core.VerdictExecuted, Response: ch.response()}, nil
 	}
@@ -298,3 +305,39 @@ func (c *counters) Total(k idem.Counter) uint64 {
 func (w *world) String() string {
 	return fmt.Sprintf("seed %d at %v", w.cfg.Seed, time.Duration(w.now))
 }
+
+// The ways FaultCheckBad makes the reconciler's Check go wrong: none of
+// them may settle a record, and none may stop the reconciler.
+var checkBadNames = [...]string{"error", "no verdict", "executed without a response", "executed with an injected header", "executed with a 1xx status"}
+
+func badFinding(how int) (idem.Finding, error) {
+	switch how {
+	case 0:
+		return idem.Finding{}, errCheckFailed
+	case 1:
+		return idem.Finding{}, nil
+	case 2:
+		return idem.Finding{Verdict: core.VerdictExecuted}, nil
+	case 3:
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 201, Headers: []core.Header{{Name: "X-A\r\nSet-Cookie", Value: "a=b"}}}}, nil
+	}
+	return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 102}}, nil
+}
+
+var errCheckFailed = errors.New("sim: the ledger did not answer")
+
+// storeTime is the store's clock: the world's, less a skew that a
+// FaultStoreClockBack step makes grow, so that it goes back by up to 100 ms
+// at a step and runs on from there (a database whose clock was corrected).
+// The skew stays under clockSkewMax, a quarter of the shortest lease: the
+// gateway judges an attempt's deadline (a lease end, on the store's clock)
+// by its own clock, and no design executes anything when the two disagree
+// by a lease.
+func (w *world) storeTime() time.Time {
+	if w.clockSkew < clockSkewMax && w.fault(FaultStoreClockBack, w.rng.store) {
+		w.clockSkew = min(clockSkewMax, w.clockSkew+1+w.rng.store.Int64N(int64(100*time.Millisecond)))
+	}
+	return w.Time().Add(-time.Duration(w.clockSkew))
+}
+
+const clockSkewMax = int64(250 * time.Millisecond)

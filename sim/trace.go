@@ -50,12 +50,16 @@ const (
 	WhatPause                   // server paused for Arg ns
 	WhatReply                   // server replies status Arg
 	WhatHeal                    // the fault phase ended
+	WhatStall                   // a gateway request or a heartbeat stalls (Arg: for how long)
+	WhatLeaseLost               // server: a heartbeat found the lease lost; the action is cancelled
+	WhatCheck                   // reconciler: its look at the ledger went wrong (Arg: how)
 	whatCount
 )
 
 var whatNames = [whatCount]string{
 	"send", "lost", "answer", "done", "refused", "timeout", "decision", "store_error", "write", "fault_after_write",
 	"charge", "decline", "deadline", "gateway_call", "action_ended", "crash", "restart", "pause", "reply", "heal",
+	"stall", "lease_lost", "check_bad",
 }
 
 func (w What) String() string {
@@ -126,6 +130,12 @@ func (e *TraceEvent) Text() string {
 		fmt.Fprintf(&b, "replies %d", e.Arg)
 	case WhatHeal:
 		b.WriteString("faults stop")
+	case WhatStall:
+		fmt.Fprintf(&b, "stalls for %v", time.Duration(e.Arg))
+	case WhatLeaseLost:
+		b.WriteString("heartbeat: lease lost, action cancelled")
+	case WhatCheck:
+		fmt.Fprintf(&b, "check goes wrong: %s", checkBadNames[e.Arg])
 	}
 	if e.Token != 0 {
 		fmt.Fprintf(&b, " [token %d]", e.Token)
