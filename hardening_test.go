@@ -306,3 +306,48 @@ func (c *countingStore) Apply(ctx context.Context, s idem.Scope, ev core.Event, 
 	}
 	return c.Store.(store.Applier).Apply(ctx, s, ev, p, out)
 }
+
+// TestBusiness5xxIsAnOutcome (issue 11 §3): a 5xx the action returns
+// without an error is a business outcome: stored, replayed, never run
+// again, never taken for "not executed".
+func TestBusiness5xxIsAnOutcome(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	bad := idem.Response{StatusCode: 503, Body: []byte(`{"error":"processor_down"}`)}
+	r, err := f.ex.Do(ctx, request(key1, payload), f.act(bad, nil))
+	if err != nil || r.Kind != idem.ResultExecuted || !r.Recorded || f.status(t, request(key1, payload)) != core.StatusCompleted {
+		t.Fatalf("%+v %v", r, err)
+	}
+	r, err = f.ex.Do(ctx, request(key1, payload), f.act(created, nil))
+	if err != nil || r.Kind != idem.ResultReplayed || !r.Response.Equal(bad) || f.ran.Load() != 1 {
+		t.Fatalf("retry: %+v %v (ran %d)", r, err, f.ran.Load())
+	}
+}
+
+// TestRecordedSaysWhetherTheOutcomeWasStored (issue 11 §3): Result.Recorded
+// is false when the action ran but its completion could not be written.
+func TestRecordedSaysWhetherTheOutcomeWasStored(t *testing.T) {
+	for _, mode := range []string{"", "write", "after write"} {
+		f := newFixture(t, nil)
+		r, err := f.ex.Do(context.Background(), request(key1, payload), func(context.Context, idem.Attempt) (idem.Response, error) {
+			f.store.fail(mode)
+			return created, nil
+		})
+		if err != nil || r.Kind != idem.ResultExecuted || !r.Response.Equal(created) {
+			t.Fatalf("%q: %+v %v", mode, r, err)
+		}
+		if want := mode == ""; r.Recorded != want {
+			t.Fatalf("%q: Recorded %t, want %t", mode, r.Recorded, want)
+		}
+	}
+}
+
+// TestZombieKeyCountsOnlyLeasesThatRanOut (issue 11 §3): an owner that
+// reports it may have executed is not a zombie; a lease that ran out is.
+func TestZombieKeyCountsOnlyLeasesThatRanOut(t *testing.T) {
+	f := newFixture(t, nil)
+	f.unknownKey(t, request(key1, payload)) // the owner's own MarkUnknown
+	if n := f.metrics.Total(idem.CounterZombieKey); n != 0 || f.metrics.Total(idem.CounterReconcileScheduled) != 1 {
+		t.Fatalf("zombie_key %d after the owner's MarkUnknown", n)
+	}
+}

@@ -94,6 +94,14 @@ func TestTransitionTable(t *testing.T) {
 	tombstone := expired
 	tombstone.ExpiresAt = at(ttl + def.TombstoneRetention)
 	abandonedSoon := unknown
+	// ipExtended holds a lease a heartbeat extended past what a heartbeat at
+	// a minute (a clock that stepped back) would give.
+	ipExtended := ip
+	ipExtended.LockedUntil = at(time.Minute + 2*lease)
+	// ipRetried runs again after the reconciler looked at an earlier
+	// attempt three times (unknown, then not executed, then a retry).
+	ipRetried := ip
+	ipRetried.ReconcileAttempts = 3
 	abandonedSoon.ReconcileAttempts = def.ReconcileAttemptsMax - 1
 
 	reserve := func(now time.Time, fp Fingerprint, token Token) Event {
@@ -176,6 +184,12 @@ func TestTransitionTable(t *testing.T) {
 					t.Fatalf("locked_until %v", next.LockedUntil)
 				}
 			}},
+		{"heartbeat/a clock that stepped back never shrinks the lease", def, ipExtended, ownerEv(EventHeartbeat, at(time.Minute), 7), DecisionExtended, WriteUpdate,
+			func(t *testing.T, _, next Record, d Decision) {
+				if !next.LockedUntil.Equal(ipExtended.LockedUntil) {
+					t.Fatalf("locked_until %v, was %v", next.LockedUntil, ipExtended.LockedUntil)
+				}
+			}},
 		{"heartbeat/stale token", def, ip, ownerEv(EventHeartbeat, at(time.Minute), 8), DecisionStale, WriteNone, same},
 		{"heartbeat/unknown", def, unknown, ownerEv(EventHeartbeat, at(time.Minute), 7), DecisionConflict, WriteNone, same},
 
@@ -211,6 +225,12 @@ func TestTransitionTable(t *testing.T) {
 		{"sweep/in_progress past lease", def, ip, sweepAt(at(lease)), DecisionLeaseExpired, WriteUpdate,
 			all(status(StatusUnknown), reconcileAfter(at(lease), CodeLeaseExpired))},
 		{"sweep/in_progress within lease", def, ip, sweepAt(at(time.Second)), DecisionNothingDue, WriteNone, same},
+		{"sweep/lease expiry starts the reconciler's count afresh", def, ipRetried, sweepAt(at(lease)), DecisionLeaseExpired, WriteUpdate,
+			func(t *testing.T, _, next Record, d Decision) {
+				if next.ReconcileAttempts != 0 {
+					t.Fatalf("reconcile attempts %d kept from an earlier attempt", next.ReconcileAttempts)
+				}
+			}},
 		{"sweep/completed past ttl soft drops the response", def, completed, sweepAt(at(ttl)), DecisionExpired, WriteUpdate,
 			all(status(StatusExpired), stores(Response{}), expiresAt(at(ttl+def.TombstoneRetention)))},
 		{"sweep/completed past ttl hard", hard, completed, sweepAt(at(ttl)), DecisionExpired, WriteDelete, status(StatusAbsent)},
