@@ -47,6 +47,9 @@ type checker struct {
 	// (a charge, a decline or another business answer).
 	effect map[incarnation]*charge
 	seen   map[incarnation]seenAnswer // the first outcome a client saw
+	// everEffect: scopes the gateway processed a request for, in any
+	// incarnation.
+	everEffect []bool
 	// tokens: every attempt token ever granted, and its scope: a token never
 	// repeats, for a scope (across deletes and prunes) or across scopes.
 	tokens map[core.Token]int32
@@ -70,6 +73,7 @@ func (c *checker) init(w *world) {
 	c.granted = make(map[attemptID]int64, w.cfg.Requests)
 	c.effect = make(map[incarnation]*charge, w.cfg.Requests)
 	c.seen = make(map[incarnation]seenAnswer, w.cfg.Requests)
+	c.everEffect = make([]bool, w.cfg.Requests)
 	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
 }
 
@@ -149,6 +153,12 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 		c.w.report.Declines++
 	}
 	inc := incarnation{req.scope, c.granted[attemptID{req.scope, token}]}
+	if c.everEffect[req.scope] {
+		if c.effect[inc] == nil {
+			c.w.report.Reincarnated++ // a retry after the key's record expired: a new request by design
+		}
+	}
+	c.everEffect[req.scope] = true
 	if first := c.effect[inc]; first != nil {
 		c.fail(1, req.scope, "request %d (payload %d, %v) is a second execution with an effect in this incarnation of the key, after request %d (payload %d, %v)",
 			ch.id, ch.payload, ch.kind, first.id, first.payload, first.kind)

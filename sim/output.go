@@ -23,8 +23,8 @@ func (c *Config) Command() string {
 	if c.GatewayIdempotent {
 		b.WriteString(" -gateway-idempotent")
 	}
-	if c.LinCheck {
-		b.WriteString(" -lincheck")
+	if !c.LinCheck {
+		b.WriteString(" -lincheck=false")
 	}
 	if c.StorePath != StorePathDrawn {
 		fmt.Fprintf(&b, " -store-path %v", c.StorePath)
@@ -163,14 +163,21 @@ func WriteText(out io.Writer, cfg Config, seeds int, reports []*Report, verbose 
 	}
 	s := Summarize(reports)
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	fmt.Fprintf(out, "\nsummary over %d seeds (%d with violations)\n", s.Seeds, s.Failed)
-	fmt.Fprintf(out, "  requests           %d (answered %d)\n", s.Requests, s.Done)
-	fmt.Fprintf(out, "  executions         %d (charges %d, declined %d)\n", s.Executions, s.Charges, s.Declines)
-	fmt.Fprintf(out, "  answers            executed %d, replayed %d, 409 %d, 202 %d, 422 %d, 503 %d, other 5xx %d\n",
+	stopped := "every seed ran to the end"
+	if s.Failed > 0 {
+		stopped = fmt.Sprintf("%d stopped at their first violation", s.Failed)
+	}
+	fmt.Fprintf(out, "\nsummary over %d seeds (%d with violations; %s)\n", s.Seeds, s.Failed, stopped)
+	fmt.Fprintf(out, "  requests           %d payments sent, %d with a definitive answer, %d keys left to an operator\n", s.Requests, s.Done, s.Abandoned)
+	fmt.Fprintf(out, "  executions         %d gateway calls, %d of them processed: %d charges, %d declines and other business answers;\n",
+		s.Executions, s.Charges+s.Declines, s.Charges, s.Declines)
+	fmt.Fprintf(out, "                     %d processed again after their key expired (a retry past the TTL is a new request)\n", s.Reincarnated)
+	fmt.Fprintf(out, "  answers            %d to attempts: executed %d, replayed %d, 409 %d, 202 %d, 422 %d, 503 %d, other 5xx %d\n",
+		s.Executed+s.Replays+s.Status409+s.Status202+s.Status422+s.Status503+s.Status5xx,
 		s.Executed, s.Replays, s.Status409, s.Status202, s.Status422, s.Status503, s.Status5xx)
-	fmt.Fprintf(out, "  unknowns reconciled %d\n", s.Reconciled)
+	fmt.Fprintf(out, "  reconciler         %d unknowns settled\n", s.Reconciled)
 	if s.LinChecked > 0 {
-		fmt.Fprintf(out, "  store operations checked for linearizability %d\n", s.LinChecked)
+		fmt.Fprintf(out, "  linearizability    %d store operations checked\n", s.LinChecked)
 	}
 	fmt.Fprintf(out, "  time to converge   max %s, p99 %s (virtual, first send to definitive answer)\n", ms(s.ConvergeMax), ms(s.ConvergeP99))
 	fmt.Fprintf(out, "  counters\n")

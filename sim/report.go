@@ -41,6 +41,10 @@ type Tally struct {
 	Status5xx  int `json:"status_5xx_other"` // other server errors (not executed, response invalid)
 	LinChecked int `json:"lin_checked"`      // store operations checked for linearizability (-lincheck)
 	Abandoned  int `json:"abandoned"`        // unknown records the reconciler gave up on: left to an operator
+	// Reincarnated counts requests the gateway processed in a later
+	// incarnation of a key that had one already: a retry that came after
+	// the key's record expired, which executes afresh by design.
+	Reincarnated int `json:"reincarnated"`
 }
 
 func (t *Tally) add(o *Tally) {
@@ -58,6 +62,7 @@ func (t *Tally) add(o *Tally) {
 	t.Status5xx += o.Status5xx
 	t.LinChecked += o.LinChecked
 	t.Abandoned += o.Abandoned
+	t.Reincarnated += o.Reincarnated
 }
 
 // CounterValue is one SPEC §7 counter's total.

@@ -62,7 +62,7 @@ func parse(args []string, stderr io.Writer) (*flags, error) {
 	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.DefaultFaultRate, "each fault's probability per chance, without swarm")
 	fs.BoolVar(&cfg.GatewayIdempotent, "gateway-idempotent", false, "the gateway dedupes charges by key itself (off: idem alone must prevent duplicates)")
 	fs.BoolVar(&cfg.DrawLifecycle, "draw-lifecycle", true, "draw each seed's lifecycle policy (lease, TTL, retention, expiry and fail modes, reconcile limits) from its seed")
-	fs.BoolVar(&cfg.LinCheck, "lincheck", false, "also check each run's store history for linearizability (package linearizability)")
+	fs.BoolVar(&cfg.LinCheck, "lincheck", cfg.LinCheck, "also check each run's store history for linearizability (package linearizability)")
 	fs.BoolVar(&f.asJSON, "json", false, "print a machine-readable summary instead of text")
 	fs.StringVar(&f.tracePath, "trace", "", "write every event of one seed (the first violating one, else the first) as JSONL to this file")
 	fs.StringVar(&f.htmlPath, "html", "", "write a page drawing one scope's timeline (the violating scope, else the busiest) to this file")
