@@ -170,7 +170,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		f.attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: f.policy, metrics: f.metrics,
 			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
 	case core.DecisionReplay:
-		f.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Recorded: true}, nil)
+		f.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Token: a.Record.Token, Recorded: true}, nil)
 	case core.DecisionMismatch:
 		f.done(Result{}, newError(ErrKeyMisuse, nil, 0))
 	case core.DecisionReconciling:

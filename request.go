@@ -52,7 +52,8 @@ func (k ResultKind) String() string {
 type Result struct {
 	Kind     ResultKind
 	Response Response
-	// Token is the attempt's fencing token (Executed).
+	// Token is the fencing token of the attempt whose outcome this is: the
+	// one that just ran (Executed), or the one that ran before (Replayed).
 	Token Token
 	// Recorded is false when the action executed but its outcome could not
 	// be stored (the store failed, or the attempt lost its record to the

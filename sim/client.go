@@ -82,7 +82,10 @@ func (req *request) handle(kind uint8) {
 	}
 }
 
-func (c *client) newRequest() {
+func (c *client) newRequest() { c.send(c.makeRequest()) }
+
+// makeRequest draws the client's next payment.
+func (c *client) makeRequest() *request {
 	w := c.w
 	req := &request{id: len(w.requests), c: c, start: w.now}
 	req.payload = int64(req.id + 1)
@@ -96,7 +99,7 @@ func (c *client) newRequest() {
 	req.scope = w.scopeOf(req.key)
 	req.fp = payloadFingerprint(req.amount, req.payload)
 	w.requests = append(w.requests, req)
-	c.send(req)
+	return req
 }
 
 // payloadFingerprint stands for the fingerprint package's work on the body

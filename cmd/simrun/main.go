@@ -33,7 +33,7 @@ type flags struct {
 	seed                               uint64
 	seeds, workers                     int
 	faults, baseline, storePath, swarm string
-	asJSON, verbose                    bool
+	asJSON, verbose, live              bool
 	tracePath, htmlPath                string
 }
 
@@ -68,6 +68,7 @@ func parse(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.htmlPath, "html", "", "write a page drawing one scope's timeline (the violating scope, else the busiest) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print a line for every seed, not only those with violations")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines running seeds (default: one per CPU)")
+	fs.BoolVar(&f.live, "live", false, "run the workload in real time through the executor's own Do (durations divided by 20), one seed after the other, with the same checkers; not reproducible by seed")
 	if err := fs.Parse(args); err != nil {
 		return nil, printedError{err}
 	}
@@ -130,7 +131,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	prog := newProgress(stderr, f.seeds)
-	reports, err := sim.RunSeeds(f.cfg, f.seeds, f.workers, prog.update)
+	run := sim.RunSeeds
+	if f.live {
+		run = sim.RunLiveSeeds
+	}
+	reports, err := run(f.cfg, f.seeds, f.workers, prog.update)
 	prog.end()
 	if err != nil {
 		fmt.Fprintf(stderr, "simrun: %v\n", err)

@@ -1,0 +1,406 @@
+package sim
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// LiveScale divides every duration of a Config for RunLive: a virtual lease
+// of 2 s is 100 ms of real time.
+const LiveScale = 20
+
+// RunLive runs cfg's workload in real time through the executor's own Do
+// (its heartbeat timer, its lease-loss cancellation, its detached
+// completion, its in-flight wait), with goroutines for clients (bounded:
+// cfg.Clients of them, each with its requests one after the other, and a
+// duplicate send as a second goroutine) and the real Sweeper and Reconciler
+// running beside them, over the memory store behind the simulator's store
+// faults, and holds it to the simulator's checkers. Durations are cfg's
+// divided by LiveScale. A run is not reproducible by its seed, as the
+// goroutines interleave as the scheduler decides: the seed draws the faults,
+// the policy and the workload.
+func RunLive(cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	scaled := cfg.scaled(LiveScale)
+	l := newLive(scaled)
+	l.run()
+	return &l.w.report, nil
+}
+
+// scaled is c with its durations divided by k.
+func (c Config) scaled(k time.Duration) Config {
+	d := func(v *time.Duration) { *v /= k }
+	for _, v := range []*time.Duration{&c.Arrival, &c.NetLatencyMin, &c.NetLatencyMax, &c.StoreLatencyMin, &c.StoreLatencyMax,
+		&c.GatewayLatencyMin, &c.GatewayLatencyMax, &c.GatewayTimeout, &c.ClientTimeout, &c.ClientBackoffBase, &c.ClientBackoffCap,
+		&c.ReconcileEvery, &c.SweepEvery} {
+		d(v)
+	}
+	p := &c.Lifecycle
+	for _, v := range []*time.Duration{&p.LeaseDuration, &p.InFlightWait, &p.RetryAfter, &p.ReconcileBackoffBase, &p.ReconcileBackoffCap} {
+		d(v)
+	}
+	return c
+}
+
+// live is one RunLive: the simulator's world (its random sources, faulty
+// store, gateway and checkers), used from many goroutines under one lock,
+// on real time.
+type live struct {
+	mu    sync.Mutex // guards w and everything it holds
+	w     *world
+	start time.Time
+	ex    *idem.Executor
+	meta  opMeta
+	// corruptReplays plants a bug for the test that shows the checkers
+	// catch it: a replay one byte off.
+	corruptReplays bool
+}
+
+func newLive(cfg Config) *live {
+	l := &live{start: time.Now()}
+	w := newWorld(cfg, false)
+	if cfg.DrawLifecycle {
+		w.policy = scaledPolicy(w.policy, LiveScale)
+		w.cfg.Lifecycle, w.report.Config.Lifecycle = w.policy, w.policy
+	}
+	w.mem = memstore.New(memstore.Options{Clock: l.now, Shards: 8})
+	w.store = &faultyStore{w: w, inner: w.mem}
+	l.w = w
+	l.meta = opMeta{actor: ActorServer, scope: -1}
+	ex, err := idem.New(l.view(&l.meta), idem.WithPolicy(w.policy), idem.WithMetrics(&lockedMetrics{l: l}),
+		idem.WithHeartbeatInterval(w.policy.LeaseDuration/3))
+	if err != nil {
+		panic(err) // unreachable: the policy was validated
+	}
+	l.ex = ex
+	return l
+}
+
+// scaledPolicy is a drawn policy with its times divided by k.
+func scaledPolicy(p core.Policy, k time.Duration) core.Policy {
+	for _, v := range []*time.Duration{&p.LeaseDuration, &p.InFlightWait, &p.RetryAfter, &p.ReconcileBackoffBase, &p.ReconcileBackoffCap, &p.TTL, &p.TombstoneRetention} {
+		*v = max(*v/k, time.Millisecond)
+	}
+	return p
+}
+
+// now is the store's clock, and the world's: real time since the start,
+// from the simulator's epoch.
+func (l *live) now() time.Time { return epoch.Add(time.Since(l.start)) }
+
+// lock takes the world for the caller, its clock set to now.
+func (l *live) lock() *world {
+	l.mu.Lock()
+	l.w.now = int64(time.Since(l.start))
+	return l.w
+}
+
+func (l *live) unlock() { l.mu.Unlock() }
+
+// lockedMetrics counts into the world's counters under its lock.
+type lockedMetrics struct{ l *live }
+
+func (m *lockedMetrics) Add(c idem.Counter, lb idem.Labels, n uint64) {
+	m.l.mu.Lock()
+	m.l.w.metrics.Add(c, lb, n)
+	m.l.mu.Unlock()
+}
+
+// view is the faulty store for a caller: every call takes the world's lock
+// for the instant it applies, and the caller waits out the store's latency
+// after it, outside the lock.
+func (l *live) view(meta *opMeta) store.Store {
+	inner := l.w.store.view(meta)
+	ls := liveStore{l: l, inner: inner}
+	layer := store.Layer{Outer: ls, Inner: inner}
+	if l.w.fastPath {
+		layer.Apply = ls.apply
+	}
+	return store.Wrap(layer)
+}
+
+type liveStore struct {
+	l     *live
+	inner store.Store
+}
+
+// call makes do under the lock and sleeps the store's latency after it.
+func (s liveStore) call(do func()) {
+	w := s.l.lock()
+	lat := w.storeLatency()
+	do()
+	s.l.unlock()
+	time.Sleep(time.Duration(lat))
+}
+
+func (s liveStore) Load(ctx context.Context, scope core.Scope) (snap store.Snapshot, err error) {
+	s.call(func() { snap, err = s.inner.Load(ctx, scope) })
+	return snap, err
+}
+
+func (s liveStore) Insert(ctx context.Context, rec *core.Record) (err error) {
+	s.call(func() { err = s.inner.Insert(ctx, rec) })
+	return err
+}
+
+func (s liveStore) CompareAndSet(ctx context.Context, rec *core.Record, v uint64, t core.Token) (err error) {
+	s.call(func() { err = s.inner.CompareAndSet(ctx, rec, v, t) })
+	return err
+}
+
+func (s liveStore) Delete(ctx context.Context, scope core.Scope, v uint64, t core.Token) (err error) {
+	s.call(func() { err = s.inner.Delete(ctx, scope, v, t) })
+	return err
+}
+
+func (s liveStore) Due(ctx context.Context, kind store.DueKind, limit int) (recs []core.Record, err error) {
+	s.call(func() { recs, err = s.inner.Due(ctx, kind, limit) })
+	return recs, err
+}
+
+func (s liveStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
+	return s.inner.Wait(ctx, scope, v, t) // blocks: never under the lock
+}
+
+func (s liveStore) apply(next store.ApplyFunc) store.ApplyFunc {
+	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) (err error) {
+		s.call(func() { err = next(ctx, scope, ev, p, out) })
+		return err
+	}
+}
+
+// run sends every request, with the workers beside the clients, then stops
+// the faults and waits for everything to converge, and checks.
+func (l *live) run() {
+	w := l.lock()
+	cfg := w.cfg
+	for i := range cfg.Clients {
+		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: "client-" + strconv.Itoa(i), buggy: w.rates[FaultKeyMisuse] > 0 && w.rng.clients.Float64() < buggyShare})
+	}
+	starts := make([][]time.Duration, cfg.Clients)
+	for i := range cfg.Requests {
+		starts[i%cfg.Clients] = append(starts[i%cfg.Clients], time.Duration(w.rng.clients.Int64N(int64(cfg.Arrival))))
+	}
+	l.unlock()
+	ctx, stopWorkers := context.WithCancel(context.Background())
+	workers := l.startWorkers(ctx)
+	giveUp := l.start.Add(cfg.Arrival + time.Duration(w.convergeBound()))
+	var clients sync.WaitGroup
+	for i := range cfg.Clients {
+		clients.Go(func() { l.client(w.clients[i], starts[i], giveUp) })
+	}
+	time.Sleep(cfg.Arrival)
+	l.lock().healed = true
+	l.unlock()
+	clients.Wait()
+	for !l.settled() && time.Now().Before(giveUp) {
+		time.Sleep(cfg.ReconcileEvery)
+	}
+	stopWorkers()
+	workers.Wait()
+	w = l.lock()
+	defer l.unlock()
+	w.report.Converged = l.settledLocked()
+	w.check.final()
+	w.report.finish(w)
+}
+
+// startWorkers runs the real Sweeper and Reconciler until ctx ends.
+func (l *live) startWorkers(ctx context.Context) *sync.WaitGroup {
+	w := l.w
+	var wg sync.WaitGroup
+	sweepMeta, reconcileMeta := &opMeta{actor: ActorSweeper, scope: -1}, &opMeta{actor: ActorReconciler, scope: -1}
+	build := func(meta *opMeta) *idem.Executor {
+		ex, err := idem.New(l.view(meta), idem.WithPolicy(w.policy), idem.WithMetrics(&lockedMetrics{l: l}))
+		if err != nil {
+			panic(err) // unreachable: the policy was validated
+		}
+		return ex
+	}
+	quiet := idem.WithErrorHandler(func(error) {}) // store faults make runs fail; they are counted
+	sweeper, _ := build(sweepMeta).Sweeper(quiet)
+	check := func(ctx context.Context, rec idem.Record) (idem.Finding, error) {
+		w := l.lock()
+		defer l.unlock()
+		return w.reconcileCheck(ctx, rec)
+	}
+	reconciler, _ := build(reconcileMeta).Reconciler(check, quiet)
+	wg.Go(func() { _ = sweeper.Run(ctx, w.cfg.SweepEvery) })
+	wg.Go(func() { _ = reconciler.Run(ctx, w.cfg.ReconcileEvery) })
+	return &wg
+}
+
+// client sends its requests, each at its start, one after the other, each
+// until it has a definitive answer or the run gives up.
+func (l *live) client(c *client, starts []time.Duration, giveUp time.Time) {
+	for _, at := range starts {
+		time.Sleep(time.Until(l.start.Add(at)))
+		l.lock()
+		req := c.makeRequest()
+		l.unlock()
+		for attempt := 0; time.Now().Before(giveUp); attempt++ {
+			if l.send(req, attempt) {
+				break
+			}
+		}
+	}
+}
+
+// send is one attempt of req (and, with FaultDuplicate, a concurrent second
+// one); true once req has a definitive answer.
+func (l *live) send(req *request, n int) bool {
+	w := l.lock()
+	cfg := w.cfg
+	dup := w.fault(FaultDuplicate, w.rng.net)
+	disconnect := w.fault(FaultDisconnect, w.rng.net)
+	lost := w.fault(FaultLostResponse, w.rng.net)
+	backoff := min(cfg.ClientBackoffBase<<min(n, 20), cfg.ClientBackoffCap)
+	wait := time.Duration(w.rng.clients.Int64N(int64(backoff) + 1))
+	l.unlock()
+	timeout := cfg.ClientTimeout
+	if disconnect {
+		timeout /= 4 // the client hangs up mid-action: Do's completion is detached from it
+	}
+	var both sync.WaitGroup
+	if dup {
+		both.Go(func() { l.do(req, timeout, false) })
+	}
+	a, ok := l.do(req, timeout, lost)
+	both.Wait()
+	if ok && a.definitive {
+		return true
+	}
+	if ok {
+		wait = max(wait, time.Duration(a.retryAfter))
+	}
+	time.Sleep(wait)
+	l.lock()
+	defer l.unlock()
+	return req.done
+}
+
+// do is one Do for req; ok is false when the answer was lost.
+func (l *live) do(req *request, timeout time.Duration, lost bool) (answer, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res, err := l.ex.Do(ctx, idem.Request{Scope: req.key, Fingerprint: req.fp}, l.action(req))
+	w := l.lock()
+	defer l.unlock()
+	a := toAnswer(res, err)
+	if l.corruptReplays && a.kind == idem.ResultReplayed && len(a.response.Body) > 0 {
+		a.response = a.response.Clone()
+		a.response.Body[0] ^= 1
+	}
+	if err == nil {
+		a.created = w.check.granted[attemptID{req.scope, res.Token}]
+	}
+	if lost {
+		return answer{}, false
+	}
+	w.report.reply(a)
+	w.check.answer(req, &a)
+	if a.definitive && !req.done {
+		req.done, req.doneAt = true, w.now
+		w.report.Done++
+	}
+	return a, true
+}
+
+// action charges req at the gateway: it may be refused, lost before or
+// after the charge, slow, or outlive its lease; the request keeps going
+// after the action gave up on it, and the gateway refuses it past the
+// attempt's deadline (its lease end when it started).
+func (l *live) action(req *request) idem.Action {
+	return func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+		w := l.lock()
+		w.check.gatewayCall(req.scope, at.Token)
+		refused := w.fault(FaultGatewayRefuse, w.rng.gateway)
+		lostBefore := w.fault(FaultGatewayTimeoutBefore, w.rng.gateway)
+		lostAfter := w.fault(FaultGatewayTimeoutAfter, w.rng.gateway)
+		transit := time.Duration(w.netLatency() + w.gatewayLatency())
+		if w.fault(FaultGatewayStall, w.rng.gateway) || w.fault(FaultPause, w.rng.servers) {
+			transit += w.policy.LeaseDuration + time.Duration(w.rng.gateway.Int64N(int64(w.policy.LeaseDuration)))
+		}
+		timeout := w.cfg.GatewayTimeout
+		l.unlock()
+		if refused {
+			return idem.Response{}, idem.NotExecuted(errGatewayRefused)
+		}
+		answered := make(chan core.Response, 1)
+		if !lostBefore {
+			go func() {
+				time.Sleep(transit)
+				w := l.lock()
+				res := w.gateway.handle(w, req.scope, req, at.Token, at.LockedUntil)
+				var resp core.Response // zero: refused, the deadline passed
+				if res.charge != nil {
+					resp = res.charge.response()
+				}
+				l.unlock()
+				if res.charge == nil || !lostAfter {
+					answered <- resp
+				}
+			}()
+		}
+		select {
+		case resp := <-answered:
+			if resp.StatusCode == 0 {
+				return idem.Response{}, idem.NotExecuted(errDeadlinePassed)
+			}
+			return resp, nil
+		case <-time.After(max(timeout, transit/2)):
+			return idem.Response{}, errGatewayTimeout
+		case <-ctx.Done():
+			return idem.Response{}, context.Cause(ctx) // the client went away, or the lease was lost
+		}
+	}
+}
+
+// settled is world.settled under the lock.
+func (l *live) settled() bool {
+	l.lock()
+	defer l.unlock()
+	return l.settledLocked()
+}
+
+func (l *live) settledLocked() bool {
+	w := l.w
+	if !w.healed || w.report.Done < w.cfg.Requests {
+		return false
+	}
+	for i := range w.shadow {
+		st := w.shadow[i].Status
+		if st == core.StatusInProgress || st == core.StatusUnknown && !w.shadow[i].ReconcileAfter.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// RunLiveSeeds is RunLive for n consecutive seeds from cfg.Seed, one after
+// the other (each is many goroutines already); workers is unused.
+func RunLiveSeeds(cfg Config, n, _ int, progress func(done int)) ([]*Report, error) {
+	var reports []*Report
+	for i := range n {
+		c := cfg
+		c.Seed = cfg.Seed + uint64(i)
+		r, err := RunLive(c)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, r)
+		if progress != nil {
+			progress(i + 1)
+		}
+	}
+	return reports, nil
+}
