@@ -13,6 +13,7 @@ func BenchmarkRun(b *testing.B) {
 		b.Run(fmt.Sprintf("requests=%d", requests), func(b *testing.B) {
 			cfg := DefaultConfig()
 			cfg.Requests = requests
+			cfg.LinCheck = false // the simulator alone; -lincheck has its own cost (BENCHMARKS.md)
 			total := 0
 			seed := uint64(1)
 			for b.Loop() {

@@ -35,17 +35,29 @@ type workerActor struct {
 	halted bool // the world stopped during a run: no more store calls
 }
 
-// tick starts a run.
+// runEnded is what the coroutine yields when a run is over.
+const runEnded = -1
+
+// tick starts a run. One coroutine serves every run of the actor (its
+// goroutine and its grown stack are kept from tick to tick): it yields
+// runEnded after each run and waits for the next tick.
 func (a *workerActor) tick() {
 	if a.w.stopped {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a.next, a.stop = iter.Pull(func(yield func(int64) bool) {
-		a.yield = yield
-		_, _ = a.run(ctx)
-	})
-	a.cancel, a.alive, a.halted = cancel, true, false
+	if !a.alive {
+		ctx, cancel := context.WithCancel(context.Background())
+		a.next, a.stop = iter.Pull(func(yield func(int64) bool) {
+			a.yield = yield
+			for {
+				_, _ = a.run(ctx)
+				if !yield(runEnded) {
+					return
+				}
+			}
+		})
+		a.cancel, a.alive = cancel, true
+	}
 	a.resume()
 }
 
@@ -57,12 +69,12 @@ func (a *workerActor) resume() {
 		return
 	}
 	d, ok := a.next()
-	if ok {
+	switch {
+	case !ok:
+		a.end()
+	case d != runEnded:
 		a.w.after(d, a.resume)
-		return
-	}
-	a.end()
-	if a.after() {
+	case a.after():
 		a.w.after(a.every, a.tick)
 	}
 }
