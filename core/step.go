@@ -4,6 +4,11 @@ import (
 	"time"
 )
 
+// StepFunc is the signature of Step: the core's one entry point, as a value,
+// so that a host can run another build of the same core (the wasm module,
+// package wasmcore) in its place.
+type StepFunc func(rec *Record, ev *Event, p *Policy) (Transition, error)
+
 // Step is the one entry point of the lifecycle. Given the current record of a
 // scope (Record{Scope: s} when the store has none), one event and the policy,
 // it changes rec in place into the record after the event, and returns the

@@ -153,6 +153,11 @@ type Config struct {
 	// run, either expiry and fail mode, and reconcile limits low enough that
 	// records are given up to an operator.
 	DrawLifecycle bool
+	// Step is the core that steps every event (core.Step if nil): another
+	// build of it (the wasm module's, simrun -wasm-core) must give a run
+	// byte for byte the same. StepName names it in the run's description.
+	Step     core.StepFunc
+	StepName string
 }
 
 // drawLifecycle is base with the tunables drawn from r.

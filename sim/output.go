@@ -32,6 +32,9 @@ func (c *Config) Command() string {
 	if !c.DrawLifecycle {
 		b.WriteString(" -draw-lifecycle=false")
 	}
+	if c.StepName == "wasm" {
+		b.WriteString(" -wasm-core")
+	}
 	return b.String()
 }
 

@@ -92,7 +92,7 @@ func newWorld(cfg Config, tracing bool) *world {
 	}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
-	w.mem = memstore.New(memstore.Options{Clock: w.storeTime, Shards: 8, Deterministic: true})
+	w.mem = memstore.New(memstore.Options{Clock: w.storeTime, Shards: 8, Deterministic: true, Step: cfg.Step})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	w.fastPath = cfg.fastPath(w.rng.path)
 	// One executor per actor kind, each over the store as that actor sees

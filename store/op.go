@@ -22,6 +22,7 @@ type Op struct {
 	policy *core.Policy
 	scope  core.Scope
 	event  core.Event
+	step   core.StepFunc // core.Step, or a Stepper's (UseStep)
 
 	next      Method
 	applied   Applied
@@ -40,7 +41,16 @@ func NewOp(scope core.Scope, ev core.Event, p *core.Policy) *Op {
 // Reset makes o a new Op for ev, as NewOp does, so that a host applying many
 // events can reuse one Op instead of allocating each.
 func (o *Op) Reset(scope core.Scope, ev core.Event, p *core.Policy) {
-	*o = Op{policy: p, scope: scope, event: ev, next: MethodLoad}
+	*o = Op{policy: p, scope: scope, event: ev, next: MethodLoad, step: core.Step}
+}
+
+// UseStep makes o step its event through step instead of core.Step (after
+// Reset, which sets core.Step again): for a host that runs another build of
+// the core.
+func (o *Op) UseStep(step core.StepFunc) {
+	if step != nil {
+		o.step = step
+	}
 }
 
 // Next is the store method Do will call next, or MethodNone once Done.
@@ -101,7 +111,7 @@ func (o *Op) loaded(snap *Snapshot) {
 	}
 	o.applied = Applied{Before: snap.Record.Status, Record: snap.Record, Now: snap.Now}
 	o.applied.Record.Scope = o.scope
-	res, err := core.Step(&o.applied.Record, &ev, o.policy)
+	res, err := o.step(&o.applied.Record, &ev, o.policy)
 	if err != nil {
 		if DriverBug(err) {
 			o.finish(&Error{Method: MethodLoad, Err: err})
@@ -150,6 +160,7 @@ func Apply(ctx context.Context, s Store, scope core.Scope, ev core.Event, p *cor
 	}
 	var op Op
 	op.Reset(scope, ev, p)
+	op.UseStep(stepOf(s))
 	for !op.Done() {
 		op.Do(ctx, s)
 	}

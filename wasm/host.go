@@ -6,7 +6,7 @@
 //	step := h.Step // in place of core.Step
 //	res, err := step(&rec, &ev, &policy)
 //
-// Host.Step gives the same Result, changes the record in the same way and
+// Host.Step gives the same Transition, changes the record in the same way and
 // returns errors that errors.Is-match the same core sentinels with the same
 // message as core.Step: the differential tests of this package hold it to
 // that. It exists so that the one implementation of the lifecycle can be

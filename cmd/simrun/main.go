@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/sim"
+	wasmcore "github.com/idemkit/idem/wasm"
 )
 
 func main() {
@@ -33,7 +35,7 @@ type flags struct {
 	seed                               uint64
 	seeds, workers                     int
 	faults, baseline, storePath, swarm string
-	asJSON, verbose, live              bool
+	asJSON, verbose, live, wasmCore    bool
 	tracePath, htmlPath                string
 }
 
@@ -68,6 +70,7 @@ func parse(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.htmlPath, "html", "", "write a page drawing one scope's timeline (the violating scope, else the busiest) to this file")
 	fs.BoolVar(&f.verbose, "v", false, "print a line for every seed, not only those with violations")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines running seeds (default: one per CPU)")
+	fs.BoolVar(&f.wasmCore, "wasm-core", false, "step every event through the core compiled to wasm (package wasmcore, under wazero) instead of the native one: the output must be the same, byte for byte")
 	fs.BoolVar(&f.live, "live", false, "run the workload in real time through the executor's own Do (durations divided by 20), one seed after the other, with the same checkers; not reproducible by seed")
 	if err := fs.Parse(args); err != nil {
 		return nil, printedError{err}
@@ -106,6 +109,13 @@ func (f *flags) configure(stderr io.Writer) error {
 	}
 	for i := range cfg.FaultRate {
 		cfg.FaultRate[i] = cfg.FaultRate[0]
+	}
+	if f.wasmCore {
+		host, err := wasmcore.New(context.Background())
+		if err != nil {
+			return fmt.Errorf("-wasm-core: %v", err)
+		}
+		cfg.Step, cfg.StepName = host.Step, "wasm"
 	}
 	cfg.Seed = f.seed
 	if cfg.Seed == 0 {

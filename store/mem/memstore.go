@@ -31,6 +31,10 @@ type Options struct {
 	// Shards is the number of independently locked parts, rounded up to a
 	// power of two (64 if zero or less) and at most ShardsMax.
 	Shards int
+	// Step is the core the store steps events through in Apply: core.Step if
+	// nil, or another build of it (the wasm module's, in the simulator's
+	// -wasm-core runs).
+	Step core.StepFunc
 	// Deterministic places every scope, and so numbers the fencing tokens,
 	// the same way in every process, as the simulator needs to replay a run
 	// byte for byte. Leave it off in a service: its hash is not keyed, so
@@ -50,6 +54,7 @@ type Store struct {
 	deterministic bool
 	clock         func() time.Time
 	recordsMax    int64
+	step          core.StepFunc
 	// records counts the records of a bounded store only: one counter
 	// shared by every core would cost an unbounded store its scaling.
 	records atomic.Int64
@@ -68,7 +73,10 @@ func New(o Options) *Store {
 		}
 	}
 	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed(), deterministic: o.Deterministic,
-		clock: o.Clock, recordsMax: int64(o.RecordsMax)}
+		clock: o.Clock, recordsMax: int64(o.RecordsMax), step: o.Step}
+	if s.step == nil {
+		s.step = core.Step
+	}
 	if s.clock == nil {
 		// Wall time carried forward by the monotonic clock: it never steps
 		// back (leases stay sound if the system clock is set back), and it
@@ -289,7 +297,7 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	if ev.Kind == core.EventReserve {
 		ev.Token = fresh
 	}
-	res, err := core.Step(&a.Record, &ev, p)
+	res, err := s.step(&a.Record, &ev, p)
 	if err != nil {
 		return err
 	}
@@ -307,4 +315,9 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 		s.remove(sh, pl)
 	}
 	return nil
+}
+
+// Step implements store.Stepper: the build of the core the store runs.
+func (s *Store) Step(rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error) {
+	return s.step(rec, ev, p)
 }
