@@ -164,30 +164,8 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 	}
 	// The record exists: step it as a load would have, with the clock and
 	// the fresh token of the same statement.
-	ev.Now, ev.Token = now, core.Token(tok)
-	*out = store.Applied{Before: got.Status, Record: got, Now: now}
-	tr, err := core.Step(&out.Record, &ev, p)
-	if err != nil {
-		if store.DriverBug(err) {
-			return fmt.Errorf("pgxstore: reserve: %w", err)
-		}
-		return err
-	}
-	out.Transition = tr
-	switch tr.Write.Kind {
-	case core.WriteNone:
-		return nil
-	case core.WriteUpdate:
-		err = o.compareAndSet(ctx, &out.Record, tr.Write.ExpectVersion, tr.Write.ExpectToken)
-	case core.WriteDelete:
-		err = o.delete(ctx, scope, tr.Write.ExpectVersion, tr.Write.ExpectToken)
-	case core.WriteInsert:
-		return fmt.Errorf("pgxstore: driver bug: the core asked to insert over a stored %v record: %w", got.Status, core.ErrInvalidRecord)
-	}
-	if errors.Is(err, store.ErrConflict) {
-		return o.loop(ctx, scope, ev, p, out) // lost a race: load and step again
-	}
-	return err
+	ev.Token = core.Token(tok)
+	return o.stepWrite(ctx, &got, ev, p, now, out)
 }
 
 func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, out *store.Applied) error {
@@ -210,9 +188,43 @@ func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p 
 			if written {
 				return checked(&before, ev, p, now, 0, &got, out)
 			}
+			if !now.IsZero() {
+				// Not held any more: step the record the statement found,
+				// at its time, and write that (one more round trip).
+				return o.stepWrite(ctx, &got, ev, p, now, out)
+			}
 		}
 	}
 	return o.loop(ctx, before.Scope, ev, p, out)
+}
+
+// stepWrite steps cur (just read, at now) with ev, writes the result under
+// its precondition, and on a lost race applies ev by the loop.
+func (o ops) stepWrite(ctx context.Context, cur *core.Record, ev core.Event, p *core.Policy, now time.Time, out *store.Applied) error {
+	ev.Now = now
+	*out = store.Applied{Before: cur.Status, Record: *cur, Now: now}
+	tr, err := core.Step(&out.Record, &ev, p)
+	if err != nil {
+		if store.DriverBug(err) {
+			return fmt.Errorf("pgxstore: %v: %w", ev.Kind, err)
+		}
+		return err
+	}
+	out.Transition = tr
+	switch tr.Write.Kind {
+	case core.WriteNone:
+		return nil
+	case core.WriteUpdate:
+		err = o.compareAndSet(ctx, &out.Record, tr.Write.ExpectVersion, tr.Write.ExpectToken)
+	case core.WriteDelete:
+		err = o.delete(ctx, cur.Scope, tr.Write.ExpectVersion, tr.Write.ExpectToken)
+	case core.WriteInsert:
+		return fmt.Errorf("pgxstore: driver bug: the core asked to insert over a stored %v record: %w", cur.Status, core.ErrInvalidRecord)
+	}
+	if errors.Is(err, store.ErrConflict) {
+		return o.loop(ctx, cur.Scope, ev, p, out) // lost a race: load and step again
+	}
+	return err
 }
 
 // loop applies ev by load, step and compare-and-set (store.Op), returning

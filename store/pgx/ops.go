@@ -67,8 +67,9 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 }
 
 // update writes w under the (version, token) precondition and returns the
-// statement's time and the row as written; ok is false when the
-// precondition did not hold and nothing was written.
+// statement's time and the row as written. When the precondition did not
+// hold, nothing was written, ok is false and got is the record as the
+// statement found it (absent if there is none).
 func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record) (now time.Time, ok bool, err error) {
 	args := o.notifyArgs(w.args(make([]any, 0, 29), int64(w.rec.Token)), &w.rec.Scope)
 	sql := o.s.sql.update
@@ -78,16 +79,17 @@ func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectT
 		args = append(args, int64(expectVersion), int64(expectToken))
 	}
 	var r row
-	dest := r.dest(append(make([]any, 0, 17), &now))
+	dest := r.dest(append(make([]any, 0, 18), &ok, &now))
 	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, sql, args...).Scan(dest...) })
+	got.Scope = w.rec.Scope
 	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, false, nil
+		*got = core.Record{Scope: w.rec.Scope}
+		return time.Time{}, false, nil // no record at all
 	}
 	if err != nil {
 		return time.Time{}, false, classify(ctx, "update", err)
 	}
-	got.Scope = w.rec.Scope
-	return now.UTC(), true, r.record(got)
+	return now.UTC(), ok, r.record(got)
 }
 
 func (o ops) compareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {

@@ -53,6 +53,9 @@ func newStatements(n *names) statements {
 	// a fresh token, in one round trip (see the migration's function).
 	s.reserve = `SELECT * FROM ` + fn("_reserve") + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
 		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
+	// update writes under the precondition; when it does not hold, the same
+	// round trip returns the record as it is (as of the statement's
+	// snapshot), so that a lost race costs one more statement, not two.
 	set := func(fenced bool) string {
 		where := scopeMatch
 		if fenced {
@@ -66,7 +69,10 @@ func newStatements(n *names) statements {
 		}
 		return `WITH up AS (UPDATE ` + T + ` SET ` + b.String() + `updated_at = statement_timestamp()
 			WHERE ` + where + ` RETURNING ` + recordCols + `)
-			SELECT statement_timestamp(), ` + prefixed("up", recordCols) + ` FROM up, LATERAL (SELECT pg_notify($26, $27)) AS n`
+			SELECT true, statement_timestamp(), ` + prefixed("up", recordCols) + ` FROM up, LATERAL (SELECT pg_notify($26, $27)) AS n
+			UNION ALL
+			SELECT false, statement_timestamp(), ` + prefixed("r", recordCols) + ` FROM ` + T + ` AS r
+				WHERE r.` + strings.ReplaceAll(scopeMatch, "AND ", "AND r.") + ` AND NOT EXISTS (SELECT FROM up)`
 	}
 	s.update, s.unfencedUpdate = set(true), set(false)
 	s.delete = `WITH del AS (DELETE FROM ` + T + ` WHERE ` + scopeMatch + ` AND version = $5 AND token = $6 RETURNING 1)
