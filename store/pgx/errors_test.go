@@ -208,7 +208,9 @@ func TestConfiguration(t *testing.T) {
 		// A name that would inject SQL if it were not quoted works as a name.
 		o := Options{Schema: db.schema + `"; DROP SCHEMA public; --`, Table: `Rec"ords; DROP TABLE x`}
 		s := db.newStore(t, o)
-		t.Cleanup(func() { _, _ = db.pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{o.Schema}.Sanitize()+" CASCADE") })
+		t.Cleanup(func() {
+			_, _ = db.pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{o.Schema}.Sanitize()+" CASCADE")
+		})
 		rec := reserved(t, s, testScope("quoted"))
 		snap, err := s.Load(ctx, rec.Scope)
 		if err != nil || snap.Record.Token != rec.Token {
