@@ -1,6 +1,7 @@
 package pgxstore
 
 import (
+	"runtime"
 	"strconv"
 	"testing"
 )
@@ -15,3 +16,5 @@ func historiesForTest() int {
 	}
 	return 10
 }
+
+func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
