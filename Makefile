@@ -7,7 +7,7 @@ FUZZPKGS ?= ./fingerprint/
 
 SIMSEEDS ?= 500
 
-.PHONY: sim sim-long test bench cover fuzz bench-fingerprint lincheck-long wasm
+.PHONY: sim sim-long test bench cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -63,3 +63,15 @@ wasm:
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o wasm/idem.wasm ./wasm/guest
 	$(GO) run ./wasm/internal/stampcmd
 	@echo "wasm/idem.wasm: $$(wc -c < wasm/idem.wasm) bytes, $$(gzip -9 -c wasm/idem.wasm | wc -c) gzipped"
+
+## chaos-pg: the store/pgx chaos harness on IDEM_PG_DSN: 24 retrying clients,
+## killed backends, tiny statement timeouts and one server restart, then
+## convergence and the invariants (make test runs a short one, TestChaosShort)
+chaos-pg:
+	$(GO) run ./store/pgx/internal/chaos/chaospg -faults 30s -restart
+
+## bench-pg: pgbench's raw-SQL baselines, then the driver's own benchmarks,
+## one right after the other (see BENCHMARKS.md, store/pgx)
+bench-pg:
+	SCEN="b_lifecycle_autocommit d_replay" DUR=10 bash ../shared/bench/pg/run.sh
+	$(GO) test -run '^$$' -bench 'DoNewKey|DoReplay|WakeLatency' -benchmem ./store/pgx/

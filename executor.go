@@ -124,6 +124,7 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 	defer putApplied(a)
 	var panicked *PanicError
 	var oc *outcomeCtx
+	var held core.Record // the attempt's record, from its reserve (store.ApplyHeld)
 	defer func() {
 		if oc != nil {
 			oc.release()
@@ -135,12 +136,21 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 		// copied twice to show.
 		switch f.nextKind() {
 		case EffectApply:
-			err := store.Apply(applyCtx, e.store, req.Scope, f.event, &e.policy, a)
+			var err error
+			if f.state == flowRecord {
+				// The outcome of the attempt this Do holds: a store that can
+				// write over the held record without loading it first (a
+				// database: one round trip instead of two) is told which.
+				err = store.ApplyHeld(applyCtx, e.store, &held, f.event, &e.policy, a)
+			} else {
+				err = store.Apply(applyCtx, e.store, req.Scope, f.event, &e.policy, a)
+			}
 			if err != nil && f.event.Kind == core.EventReserve && ctx.Err() != nil {
 				return Result{}, ctx.Err() // gone while reserving: nothing ran, and the store did not fail
 			}
 			f.ApplyDone(a, err)
 		case EffectRun:
+			held = a.Record // what the reserve that decided Execute left
 			resp, err := e.run(ctx, f.attempt, action)
 			if p, ok := err.(*PanicError); ok {
 				panicked = p

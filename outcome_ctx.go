@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,10 @@ type outcomeCtx struct {
 	once  sync.Once
 	done  chan struct{}
 	timer *time.Timer
+	// released is set before release closes done, so that Err is never nil
+	// once Done is closed: context.AfterFunc (pgx watches every query's
+	// context with it) panics on a closed Done with a nil Err.
+	released atomic.Bool
 }
 
 func (c *outcomeCtx) Deadline() (time.Time, bool) { return c.deadline, true }
@@ -39,6 +44,9 @@ func (c *outcomeCtx) arm() {
 }
 
 func (c *outcomeCtx) Err() error {
+	if c.released.Load() {
+		return context.Canceled
+	}
 	if time.Now().Before(c.deadline) {
 		return nil
 	}
@@ -51,6 +59,7 @@ func (c *outcomeCtx) Value(key any) any { return c.parent.Value(key) }
 func (c *outcomeCtx) release() {
 	c.once.Do(func() {}) // no Done after this: nothing to arm
 	if c.timer != nil && c.timer.Stop() {
+		c.released.Store(true)
 		close(c.done)
 	}
 }

@@ -62,6 +62,7 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 var _ store.Applier = (*Store)(nil)
+var _ store.HeldApplier = (*Store)(nil)
 
 // New returns an empty Store.
 func New(o Options) *Store {
@@ -320,4 +321,11 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 // Step implements store.Stepper: the build of the core the store runs.
 func (s *Store) Step(rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error) {
 	return s.step(rec, ev, p)
+}
+
+// ApplyHeld implements store.HeldApplier. Apply already loads, steps and
+// writes under one lock, so the held record saves nothing here: it is the
+// reference for what a HeldApplier must answer, whatever held is.
+func (s *Store) ApplyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, a *store.Applied) error {
+	return s.Apply(ctx, held.Scope, ev, p, a)
 }

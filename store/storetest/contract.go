@@ -38,6 +38,7 @@ func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *confi
 	t.Run("wait", c.wait)
 	t.Run("cancelled-context", c.cancelledContext)
 	t.Run("applier", c.applier)
+	t.Run("held-applier", c.heldApplier)
 }
 
 // scope is a scope no other test or run uses.
@@ -569,13 +570,21 @@ func (c *contract) applier(t *testing.T) {
 	}
 	p := core.DefaultPolicy()
 	p.LeaseDuration = lease
-	paths := []applierPath{{"apply", s, c.scope(t, 0), 0}, {"compare-and-set", store.HideApplier(s), c.scope(t, 1), 0}}
+	paths := []applierPath{{"apply", s, c.scope(t, 0), 0, nil}, {"compare-and-set", store.HideApplier(s), c.scope(t, 1), 0, nil}}
+	if _, ok := s.(store.HeldApplier); ok {
+		// Every event through ApplyHeld, holding what the path's previous
+		// event left: it must answer as Apply does.
+		paths = append(paths, applierPath{"held", s, c.scope(t, 2), 0, &core.Record{Scope: c.scope(t, 2)}})
+	}
 	for i, st := range applierScript(lease) {
-		var got [2]store.Applied
+		got := make([]store.Applied, len(paths))
 		for j := range paths {
 			got[j] = c.stepThrough(t, &p, i, st, &paths[j])
 		}
 		x, y := got[0], got[1]
+		if len(got) > 2 && got[2].Transition.Decision.Kind != y.Transition.Decision.Kind {
+			t.Fatalf("step %d (%v): ApplyHeld and load-step-write disagree: %s, %s", i, st.ev.Kind, got[2].Transition.Describe(), y.Transition.Describe())
+		}
 		if x.Before != y.Before || x.Transition.Write.Kind != y.Transition.Write.Kind || x.Record.Status != y.Record.Status ||
 			x.Record.Version != y.Record.Version || x.Record.LastErrorCode != y.Record.LastErrorCode ||
 			x.Record.ReconcileAttempts != y.Record.ReconcileAttempts || !x.Record.Response.Equal(y.Record.Response) {
@@ -605,7 +614,8 @@ type applierPath struct {
 	name  string
 	store store.Store
 	scope core.Scope
-	token core.Token // of the attempt last told to execute
+	token core.Token   // of the attempt last told to execute
+	held  *core.Record // through store.ApplyHeld, holding the record the path's last event left
 }
 
 // applierStep is one event of the applier script and the decision it must get.
@@ -644,7 +654,14 @@ func (c *contract) stepThrough(t *testing.T, p *core.Policy, i int, st applierSt
 	if ev.Kind != core.EventReserve {
 		ev.Token = pa.token
 	}
-	a, err := applyOver(context.Background(), pa.store, p, pa.scope, ev)
+	var a store.Applied
+	var err error
+	if pa.held != nil {
+		err = store.ApplyHeld(context.Background(), pa.store, pa.held, ev, p, &a)
+		*pa.held = a.Record
+	} else {
+		a, err = applyOver(context.Background(), pa.store, p, pa.scope, ev)
+	}
 	if err != nil {
 		t.Fatalf("step %d (%v) through %s: %v", i, ev.Kind, pa.name, err)
 	}
@@ -659,4 +676,59 @@ func (c *contract) stepThrough(t *testing.T, p *core.Policy, i int, st applierSt
 		t.Fatalf("step %d (%v) through %s: Applied.Record is not what the store holds:\n applied %s\n stored  %s", i, ev.Kind, pa.name, a.Record.Describe(), stored.Describe())
 	}
 	return a
+}
+
+// heldApplier checks ApplyHeld where it may not save the load: a held
+// record that a heartbeat has since moved on (the event must still apply),
+// and one of an attempt that lost its token (the completion is stale and
+// writes nothing).
+func (c *contract) heldApplier(t *testing.T) {
+	s := c.newStore(t)
+	if _, ok := s.(store.HeldApplier); !ok {
+		t.Log("not a store.HeldApplier: store.ApplyHeld is store.Apply")
+	}
+	ctx := context.Background()
+	p := core.DefaultPolicy()
+	apply := func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
+		t.Helper()
+		var a store.Applied
+		var err error
+		if held != nil {
+			err = store.ApplyHeld(ctx, s, held, ev, &p, &a)
+		} else {
+			err = store.Apply(ctx, s, sc, ev, &p, &a)
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", ev.Kind, err)
+		}
+		return a
+	}
+	// Moved on by a heartbeat: the held version is stale, the token still owns.
+	sc := c.scope(t, 0)
+	r := apply(sc, nil, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
+	held := r.Record
+	apply(sc, nil, core.Event{Kind: core.EventHeartbeat, Token: held.Token})
+	a := apply(sc, &held, core.Event{Kind: core.EventComplete, Token: held.Token, Response: responses[0]})
+	if a.Transition.Decision.Kind != core.DecisionCompleted {
+		t.Fatalf("complete over a held record a heartbeat moved on: %s, want completed", a.Transition.Describe())
+	}
+	if stored := load(t, s, sc).Record; !c.d.SameRecord(&stored, &a.Record) || !stored.Response.Equal(responses[0]) {
+		t.Fatalf("after ApplyHeld: stored %s, applied %s", stored.Describe(), a.Record.Describe())
+	}
+	// Fenced off: the attempt became unknown, the reconciler freed the key,
+	// a new attempt holds it. The old attempt's completion is stale.
+	sc = c.scope(t, 1)
+	r = apply(sc, nil, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
+	old := r.Record
+	apply(sc, nil, core.Event{Kind: core.EventMarkUnknown, Token: old.Token})
+	apply(sc, nil, core.Event{Kind: core.EventResolve, Token: old.Token, Verdict: core.VerdictNotExecuted})
+	apply(sc, nil, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
+	before := load(t, s, sc).Record
+	a = apply(sc, &old, core.Event{Kind: core.EventComplete, Token: old.Token, Response: responses[0]})
+	if a.Transition.Decision.Kind != core.DecisionStale {
+		t.Fatalf("completion of a fenced-off attempt: %s, want stale", a.Transition.Describe())
+	}
+	if after := load(t, s, sc).Record; !c.d.SameRecord(&before, &after) {
+		t.Fatalf("a stale held completion changed the record:\n was %s\n now %s", before.Describe(), after.Describe())
+	}
 }

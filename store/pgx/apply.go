@@ -1,0 +1,248 @@
+package pgxstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+)
+
+// The one-round-trip writes let SQL compute what only the database knows at
+// the statement: its clock, and for a reserve the token. Which record fields
+// depend on the clock, and how, is not the driver's to know: the core is the
+// only authority. So the driver asks it, by stepping the same record and
+// event at two instants, templateT and templateT+templateShift: a time
+// field equal in both is a literal, one that moved by exactly the shift is
+// the statement's time plus an offset. Then, once the statement has run, it
+// steps again at the database's time and checks the row it got back against
+// that step, field by field; any difference is a driver bug (an error, never
+// a silent success). Only events whose step uses the time as a value, never
+// in a comparison, are templated (reserve of an absent record, complete,
+// fail, mark unknown): the two steps then decide the same as any other.
+var templateT = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const templateShift = 1000*time.Hour + 7*time.Microsecond
+
+// templateToken stands for the sequence's token in a reserve's template:
+// any non-zero token is fresh for an absent record.
+const templateToken core.Token = 1
+
+type template struct {
+	rec core.Record
+	tr  core.Transition
+	w   write
+}
+
+// templated reports whether ev's step depends on its time only as a value.
+func templated(ev *core.Event, before *core.Record) bool {
+	switch ev.Kind {
+	case core.EventReserve:
+		return !before.Exists()
+	case core.EventComplete, core.EventFail, core.EventMarkUnknown:
+		return before.Exists()
+	}
+	return false
+}
+
+// newTemplate fills t; ok is false when the step cannot be expressed as one
+// statement. An error is the core refusing the event (or a record it could
+// not have produced: a driver bug).
+func newTemplate(t *template, before *core.Record, ev core.Event, p *core.Policy) (ok bool, err error) {
+	if ev.Kind == core.EventReserve {
+		ev.Token = templateToken
+	}
+	t.rec = *before
+	ev.Now = templateT
+	if t.tr, err = core.Step(&t.rec, &ev, p); err != nil {
+		return false, err
+	}
+	other := *before
+	ev.Now = templateT.Add(templateShift)
+	tr2, err := core.Step(&other, &ev, p)
+	if err != nil || tr2 != t.tr {
+		return false, nil
+	}
+	a := [5]time.Time{t.rec.LockedUntil, t.rec.ReconcileAfter, t.rec.CreatedAt, t.rec.CompletedAt, t.rec.ExpiresAt}
+	b := [5]time.Time{other.LockedUntil, other.ReconcileAfter, other.CreatedAt, other.CompletedAt, other.ExpiresAt}
+	t.w.rec = &t.rec
+	for i := range a {
+		switch {
+		case a[i].Equal(b[i]):
+			t.w.times[i] = literal(a[i])
+		case b[i].Sub(a[i]) == templateShift:
+			t.w.times[i] = offset(a[i].Sub(templateT))
+		default:
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// checked steps before with ev at the database's time (and for a reserve
+// the sequence's token) and compares the result with the row the statement
+// wrote. It fills out from the step: the core's record, not the row.
+func checked(before *core.Record, ev core.Event, p *core.Policy, now time.Time, tok core.Token, got *core.Record, out *store.Applied) error {
+	ev.Now = now
+	if ev.Kind == core.EventReserve {
+		ev.Token = tok
+	}
+	*out = store.Applied{Before: before.Status, Record: *before, Now: now}
+	tr, err := core.Step(&out.Record, &ev, p)
+	if err != nil {
+		return fmt.Errorf("pgxstore: driver bug: the core refused a step it had accepted as a template: %w", err)
+	}
+	out.Transition = tr
+	if !sameRecord(&out.Record, got) {
+		return fmt.Errorf("pgxstore: driver bug: the row written for %v is not core.Step's:\n  row  %s\n  core %s: %w",
+			ev.Kind, got.Describe(), out.Record.Describe(), core.ErrInvalidRecord)
+	}
+	return nil
+}
+
+// Apply implements store.Applier. A reserve costs one round trip whether
+// it creates the record or finds one that needs no write (a replay, a key
+// in flight, a mismatch); a reserve that must change an existing record
+// costs one more. Other events load, step and write (two).
+func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+	return ops{s: s, q: s.pool}.apply(ctx, scope, ev, p, out)
+}
+
+// ApplyHeld implements store.HeldApplier: a complete, fail or mark-unknown
+// of the attempt the caller holds is one fenced UPDATE, one round trip.
+// When the record is no longer the one held (a heartbeat moved it on, or
+// another attempt took it), the UPDATE writes nothing and the event is
+// applied as Apply would (at most two more).
+func (s *Store) ApplyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, out *store.Applied) error {
+	return ops{s: s, q: s.pool}.applyHeld(ctx, held, ev, p, out)
+}
+
+func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	absent := core.Record{Scope: scope}
+	if ev.Kind != core.EventReserve {
+		return o.loop(ctx, scope, ev, p, out)
+	}
+	var t template
+	ok, err := newTemplate(&t, &absent, ev, p)
+	if err != nil {
+		return err
+	}
+	if !ok || t.tr.Write.Kind != core.WriteInsert {
+		return o.loop(ctx, scope, ev, p, out)
+	}
+	args := o.notifyArgs(t.w.args(make([]any, 0, 27), nil), &scope)
+	var (
+		inserted bool
+		now      time.Time
+		tok      int64
+		r        row
+	)
+	dest := r.dest(append(make([]any, 0, 19), &inserted, &now, &tok))
+	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve, args...).Scan(dest...) })
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent insert won after this statement's snapshot: the
+		// record exists but was not visible. Load it (one more round trip).
+		return o.loop(ctx, scope, ev, p, out)
+	}
+	if err != nil {
+		return classify(ctx, "reserve", err)
+	}
+	now = now.UTC()
+	got := core.Record{Scope: scope}
+	if err := r.record(&got); err != nil {
+		return err
+	}
+	if inserted {
+		return checked(&absent, ev, p, now, core.Token(tok), &got, out)
+	}
+	// The record exists: step it as a load would have, with the clock and
+	// the fresh token of the same statement.
+	ev.Token = core.Token(tok)
+	return o.stepWrite(ctx, &got, ev, p, now, out)
+}
+
+func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, out *store.Applied) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	before := *held // out may be the caller's held record
+	if templated(&ev, &before) {
+		var t template
+		ok, err := newTemplate(&t, &before, ev, p)
+		if err != nil && !store.DriverBug(err) {
+			return err
+		}
+		if err == nil && ok && t.tr.Write.Kind == core.WriteUpdate {
+			var got core.Record
+			now, written, err := o.update(ctx, &t.w, t.tr.Write.ExpectVersion, t.tr.Write.ExpectToken, &got)
+			if err != nil {
+				return err
+			}
+			if written {
+				return checked(&before, ev, p, now, 0, &got, out)
+			}
+			if !now.IsZero() {
+				// Not held any more: step the record the statement found,
+				// at its time, and write that (one more round trip).
+				return o.stepWrite(ctx, &got, ev, p, now, out)
+			}
+		}
+	}
+	return o.loop(ctx, before.Scope, ev, p, out)
+}
+
+// stepWrite steps cur (just read, at now) with ev, writes the result under
+// its precondition, and on a lost race applies ev by the loop.
+func (o ops) stepWrite(ctx context.Context, cur *core.Record, ev core.Event, p *core.Policy, now time.Time, out *store.Applied) error {
+	ev.Now = now
+	*out = store.Applied{Before: cur.Status, Record: *cur, Now: now}
+	tr, err := core.Step(&out.Record, &ev, p)
+	if err != nil {
+		if store.DriverBug(err) {
+			return fmt.Errorf("pgxstore: %v: %w", ev.Kind, err)
+		}
+		return err
+	}
+	out.Transition = tr
+	switch tr.Write.Kind {
+	case core.WriteNone:
+		return nil
+	case core.WriteUpdate:
+		err = o.compareAndSet(ctx, &out.Record, tr.Write.ExpectVersion, tr.Write.ExpectToken)
+	case core.WriteDelete:
+		err = o.delete(ctx, cur.Scope, tr.Write.ExpectVersion, tr.Write.ExpectToken)
+	case core.WriteInsert:
+		return fmt.Errorf("pgxstore: driver bug: the core asked to insert over a stored %v record: %w", cur.Status, core.ErrInvalidRecord)
+	}
+	if errors.Is(err, store.ErrConflict) {
+		return o.loop(ctx, cur.Scope, ev, p, out) // lost a race: load and step again
+	}
+	return err
+}
+
+// loop applies ev by load, step and compare-and-set (store.Op), returning
+// the store's error unwrapped: store.Apply names the method.
+func (o ops) loop(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+	var op store.Op
+	op.Reset(scope, ev, p)
+	for !op.Done() {
+		op.Do(ctx, plain{o})
+	}
+	a, err := op.Result()
+	if err != nil {
+		var se *store.Error
+		if errors.As(err, &se) {
+			return se.Err
+		}
+		return err
+	}
+	*out = *a
+	return nil
+}

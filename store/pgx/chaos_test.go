@@ -1,0 +1,43 @@
+package pgxstore
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/store"
+	"github.com/idemkit/idem/store/pgx/internal/chaos"
+)
+
+func chaosConfig(t *testing.T, o Options) chaos.Config {
+	newTestDB(t) // skips or fails (CI=true) without a server
+	return chaos.Config{DSN: dsn(), Clients: 16, Keys: 400, Faults: 4 * time.Second, Seed: uint64(time.Now().UnixNano()), Out: os.Stdout,
+		NewStore: func(ctx context.Context, pool *pgxpool.Pool, schema string) (store.Store, func(), error) {
+			o.Schema = schema
+			if err := Migrate(ctx, pool, o); err != nil {
+				return nil, nil, err
+			}
+			s, err := New(ctx, pool, o)
+			if err != nil {
+				return nil, nil, err
+			}
+			return s, s.Close, nil
+		}}
+}
+
+// TestChaosShort is make test's short chaos run (make chaos-pg is the long
+// one, with a server restart): every invariant must hold.
+func TestChaosShort(t *testing.T) {
+	cfg := chaosConfig(t, Options{DueClaim: time.Second})
+	rep, err := chaos.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Print(os.Stdout, cfg)
+	if len(rep.Violations) > 0 {
+		t.Fatalf("%d violations (seed %d)", len(rep.Violations), cfg.Seed)
+	}
+}

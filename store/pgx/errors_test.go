@@ -1,0 +1,250 @@
+package pgxstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+)
+
+// reserved makes an in_progress record for sc and returns it.
+func reserved(t *testing.T, s store.Store, sc core.Scope) core.Record {
+	t.Helper()
+	p := core.DefaultPolicy()
+	var a store.Applied
+	if err := store.Apply(context.Background(), s, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a.Record
+}
+
+// lockRow holds the row of sc locked in a transaction until the test ends,
+// so that a write to it blocks.
+func lockRow(t *testing.T, db *testDB, s *Store, sc core.Scope) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.n.qualified+` WHERE `+scopeMatch+` FOR UPDATE`, sc.Tenant, sc.Principal, sc.UseCase, sc.Key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	db := newTestDB(t)
+	s := db.newStore(t, Options{})
+	ctx := context.Background()
+
+	t.Run("unique-violation-is-conflict", func(t *testing.T) {
+		rec := reserved(t, s, testScope("err-unique"))
+		if err := s.Insert(ctx, &rec); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("insert over a record: %v, want store.ErrConflict", err)
+		}
+	})
+	t.Run("statement-timeout-is-ambiguous", func(t *testing.T) {
+		sc := testScope("err-timeout")
+		rec := reserved(t, s, sc)
+		lockRow(t, db, s, sc)
+		cfg := db.pool.Config().Copy()
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "20ms"
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		short, err := New(ctx, pool, Options{Schema: db.schema, PollInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := rec
+		next.Version++
+		err = short.CompareAndSet(ctx, &next, rec.Version, rec.Token)
+		var pe *pgconn.PgError
+		if !errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) || !errors.As(err, &pe) || pe.Code != codeQueryCanceled {
+			t.Fatalf("compare-and-set past the statement timeout: %v, want ErrAmbiguous (57014), never ErrConflict", err)
+		}
+	})
+	t.Run("connection-lost-mid-write-is-ambiguous", func(t *testing.T) {
+		sc := testScope("err-killed")
+		rec := reserved(t, s, sc)
+		lockRow(t, db, s, sc)
+		next := rec
+		next.Version++
+		done := make(chan error, 1)
+		go func() { done <- s.CompareAndSet(ctx, &next, rec.Version, rec.Token) }()
+		// Kill the backend of the blocked write once it is waiting on the lock.
+		for {
+			var n int
+			err := db.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE 'WITH up AS (UPDATE%'`).Scan(&n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the write returned before it was killed: %v", err)
+			default:
+			}
+		}
+		err := <-done
+		if err == nil || !errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) {
+			t.Fatalf("write on a killed connection: %v, want ErrAmbiguous, never ErrConflict or success", err)
+		}
+	})
+	t.Run("cancelled-context-is-a-context-error", func(t *testing.T) {
+		sc := testScope("err-cancel")
+		rec := reserved(t, s, sc)
+		lockRow(t, db, s, sc)
+		cctx, cancel := context.WithCancel(ctx)
+		next := rec
+		next.Version++
+		done := make(chan error, 1)
+		go func() { done <- s.CompareAndSet(cctx, &next, rec.Version, rec.Token) }()
+		for {
+			var n int
+			if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH up AS (UPDATE%'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				break
+			}
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, ErrAmbiguous) {
+			t.Fatalf("cancelled write: %v, want context.Canceled", err)
+		}
+		if _, err := s.Load(cctx, sc); !errors.Is(err, context.Canceled) {
+			t.Fatalf("load on a cancelled context: %v", err)
+		}
+	})
+	t.Run("serialization-failure-and-deadlock-are-retried-a-bounded-number-of-times", func(t *testing.T) {
+		for _, code := range []string{codeSerializationFailure, codeDeadlock} {
+			calls := 0
+			err := s.ops().run(ctx, func() error { calls++; return &pgconn.PgError{Code: code} })
+			if want := 1 + s.opt.SerializationRetries; calls != want || err == nil {
+				t.Fatalf("%s: %d calls (want %d), err %v", code, calls, want, err)
+			}
+			calls = 0
+			err = s.ops().run(ctx, func() error {
+				calls++
+				if calls < 3 {
+					return &pgconn.PgError{Code: code}
+				}
+				return nil
+			})
+			if err != nil || calls != 3 {
+				t.Fatalf("%s: a retry that succeeds: %d calls, %v", code, calls, err)
+			}
+		}
+		calls := 0
+		_ = s.ops().run(ctx, func() error { calls++; return &pgconn.PgError{Code: codeUniqueViolation} })
+		if calls != 1 {
+			t.Fatalf("a unique violation was retried: %d calls", calls)
+		}
+		calls = 0
+		_ = ops{s: s, tx: true}.run(ctx, func() error { calls++; return &pgconn.PgError{Code: codeDeadlock} })
+		if calls != 1 {
+			t.Fatalf("a statement in the caller's transaction was retried: %d calls", calls)
+		}
+	})
+}
+
+func TestConfiguration(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	t.Run("no-table", func(t *testing.T) {
+		_, err := New(ctx, db.pool, Options{Schema: db.schema, Table: "missing"})
+		if err == nil || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "pgxstore.Migrate") {
+			t.Fatalf("New without a table: %v, want a message that says to run pgxstore.Migrate", err)
+		}
+	})
+	t.Run("old-and-new-schema-versions", func(t *testing.T) {
+		o := Options{Schema: db.schema, Table: "versions"}
+		s := db.newStore(t, o)
+		for _, c := range []struct{ comment, want string }{
+			{"idem schema version 0", "pgxstore.Migrate"},
+			{"idem schema version 99", "upgrade github.com/idemkit/idem"},
+			{"some other table", "not an idem table"},
+		} {
+			if _, err := db.pool.Exec(ctx, "COMMENT ON TABLE "+s.n.qualified+" IS '"+c.comment+"'"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := New(ctx, db.pool, o); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("table comment %q: New says %v, want %q", c.comment, err, c.want)
+			}
+		}
+		if err := Migrate(ctx, db.pool, o); err == nil {
+			t.Fatal("Migrate over a table of an unknown version succeeded")
+		}
+	})
+	t.Run("bad-names", func(t *testing.T) {
+		for _, o := range []Options{{Table: strings.Repeat("t", TableBytesMax+1)}, {Table: "a\x00b"}, {Schema: "bad\xff"}} {
+			if _, err := New(ctx, db.pool, o); err == nil {
+				t.Errorf("New(%+v) succeeded", o)
+			}
+			if err := Migrate(ctx, db.pool, o); err == nil {
+				t.Errorf("Migrate(%+v) succeeded", o)
+			}
+		}
+		if _, err := New(ctx, nil, Options{}); err == nil {
+			t.Error("New with a nil pool succeeded")
+		}
+	})
+	t.Run("names-are-quoted", func(t *testing.T) {
+		// A name that would inject SQL if it were not quoted works as a name.
+		o := Options{Schema: db.schema + `"; DROP SCHEMA public; --`, Table: `Rec"ords; DROP TABLE x`}
+		s := db.newStore(t, o)
+		t.Cleanup(func() {
+			_, _ = db.pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{o.Schema}.Sanitize()+" CASCADE")
+		})
+		rec := reserved(t, s, testScope("quoted"))
+		snap, err := s.Load(ctx, rec.Scope)
+		if err != nil || snap.Record.Token != rec.Token {
+			t.Fatalf("load: %v %v", snap.Record.Describe(), err)
+		}
+	})
+	t.Run("concurrent-migrations", func(t *testing.T) {
+		o := Options{Schema: db.schema, Table: "concurrent"}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- Migrate(ctx, db.pool, o) }()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("one of 8 concurrent Migrates: %v", err)
+			}
+		}
+		if _, err := New(ctx, db.pool, o); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("migration-files", func(t *testing.T) {
+		ms, err := migrations()
+		if err != nil || len(ms) != SchemaVersion || ms[len(ms)-1].version != SchemaVersion {
+			t.Fatalf("%d migrations (%v), want %d ending at SchemaVersion", len(ms), err, SchemaVersion)
+		}
+		for _, m := range ms {
+			if !strings.Contains(m.up, schemaVersionMark+itoa(m.version)) {
+				t.Errorf("migration %04d does not record its version in the table comment", m.version)
+			}
+		}
+	})
+}

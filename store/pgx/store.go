@@ -1,0 +1,160 @@
+package pgxstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/store"
+)
+
+// Options configure a Store. The zero value uses the table idem_records in
+// the connection's search_path.
+type Options struct {
+	// Schema holds the table; empty means the first schema of search_path.
+	Schema string
+	// Table is the records table (idem_records if empty). Its sequence and
+	// indexes are named after it. At most TableBytesMax bytes.
+	Table string
+	// PollInterval bounds how long Wait trusts LISTEN/NOTIFY alone: it loads
+	// the record again after a jittered interval of about this much (half to
+	// the whole), so that a lost notification only delays a waiter. 1 s if
+	// zero; a negative value turns notifications off and polls only (at the
+	// interval's absolute value), for measurement.
+	PollInterval time.Duration
+	// DueClaim, when positive, makes Due claim what it lists for that long:
+	// another Store's Due (another instance's sweeper or reconciler) skips
+	// those records until then, so that N workers work on disjoint records.
+	// The claim is a hint like Due itself (the worker loads and steps each
+	// record again), never part of the record: it bumps no version and wakes
+	// no waiter. Zero lists without claiming: two workers may then pick the
+	// same records, which is correct (each step is a compare-and-set) but
+	// wasted work.
+	DueClaim time.Duration
+	// SerializationRetries is how many times a statement that failed with a
+	// serialization failure (40001) or a deadlock (40P01), and so changed
+	// nothing, is sent again before the error is returned. 3 if zero.
+	SerializationRetries int
+	// unfencedCompletion plants a bug for the chaos harness's self-test:
+	// the held completion ignores the precondition. Never set outside tests.
+	unfencedCompletion bool
+}
+
+// TableBytesMax bounds Options.Table, so that the sequence and index names
+// derived from it fit PostgreSQL's 63-byte identifiers.
+const TableBytesMax = 40
+
+type names struct {
+	schema, table string
+	qualified     string // the table, quoted (and qualified when a schema is set)
+	sequence      string // the token sequence, quoted and qualified
+	channel       string // the LISTEN/NOTIFY channel
+}
+
+func (o *Options) names() (*names, error) {
+	n := &names{schema: o.Schema, table: o.Table}
+	if n.table == "" {
+		n.table = defaultTable
+	}
+	for what, v := range map[string]string{"schema": n.schema, "table": n.table} {
+		if strings.ContainsRune(v, 0) || !validUTF8(v) {
+			return nil, fmt.Errorf("pgxstore: %s name %q: NUL or invalid UTF-8", what, v)
+		}
+	}
+	if len(n.table) > TableBytesMax {
+		return nil, fmt.Errorf("pgxstore: table name %q is %d bytes, at most %d", n.table, len(n.table), TableBytesMax)
+	}
+	if len(n.schema) > 63 {
+		return nil, fmt.Errorf("pgxstore: schema name %q is %d bytes, at most 63", n.schema, len(n.schema))
+	}
+	id := func(name string) string {
+		if n.schema == "" {
+			return pgx.Identifier{name}.Sanitize()
+		}
+		return pgx.Identifier{n.schema, name}.Sanitize()
+	}
+	n.qualified, n.sequence = id(n.table), id(n.table+"_token_seq")
+	// A channel is an identifier too; a hash keeps it short and free of
+	// anything that would need quoting (pg_notify takes it as text).
+	n.channel = fmt.Sprintf("idem_%016x", hashStrings(n.schema, n.table))
+	return n, nil
+}
+
+// Store is the PostgreSQL driver: a store.Store over a *pgxpool.Pool. It
+// is also a store.Applier (a new key's reserve and a replay cost one round
+// trip) and a store.HeldApplier (the executor's completion of the attempt it
+// holds costs one). Create it with New; Close stops its listener.
+type Store struct {
+	pool   *pgxpool.Pool
+	n      *names
+	opt    Options
+	sql    statements
+	listen *listener
+	closed sync.Once
+}
+
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.Applier     = (*Store)(nil)
+	_ store.HeldApplier = (*Store)(nil)
+)
+
+// New returns a Store over pool. It checks that the table exists at this
+// package's SchemaVersion, and says what to run when it does not.
+func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgxstore: New: nil pool")
+	}
+	if o.SerializationRetries <= 0 {
+		o.SerializationRetries = 3
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = time.Second
+	}
+	n, err := o.names()
+	if err != nil {
+		return nil, err
+	}
+	v, err := schemaVersion(ctx, pool, n)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case v == 0:
+		return nil, fmt.Errorf("pgxstore: table %s does not exist: run pgxstore.Migrate(ctx, pool, opts) first, or apply the migrations of store/pgx/migrations with your migration tool", n.qualified)
+	case v < SchemaVersion:
+		return nil, fmt.Errorf("pgxstore: table %s is at schema version %d, this package needs %d: run pgxstore.Migrate(ctx, pool, opts), or apply migrations %04d..%04d of store/pgx/migrations", n.qualified, v, SchemaVersion, v+1, SchemaVersion)
+	case v > SchemaVersion:
+		return nil, fmt.Errorf("pgxstore: table %s is at schema version %d, newer than this package's %d: upgrade github.com/idemkit/idem", n.qualified, v, SchemaVersion)
+	}
+	s := &Store{pool: pool, n: n, opt: o, sql: newStatements(n)}
+	if o.PollInterval > 0 {
+		s.listen = newListener(pool, n.channel)
+	}
+	return s, nil
+}
+
+// Close stops the listening connection. It does not close the pool, which
+// is the caller's.
+func (s *Store) Close() {
+	s.closed.Do(func() {
+		if s.listen != nil {
+			s.listen.close()
+		}
+	})
+}
+
+// querier is what the Store's statements run on: the pool, or a caller's
+// transaction (WithTx).
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
