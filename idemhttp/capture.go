@@ -44,15 +44,19 @@ const bodyPooledMax = 64 << 10
 
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
-func newCapture(w http.ResponseWriter, c *config) *capture {
-	bp := bodyPool.Get().(*[]byte)
-	return &capture{w: w, cfg: c, body: (*bp)[:0]}
+func (c *capture) init(w http.ResponseWriter, cfg *config) { c.w, c.cfg = w, cfg }
+
+// grow takes a pooled buffer for the first bytes of the body.
+func (c *capture) grow() {
+	if c.body == nil {
+		c.body = (*bodyPool.Get().(*[]byte))[:0]
+	}
 }
 
 // release returns the body buffer. The store has copied what it keeps (the
 // store contract), and the response has been sent.
 func (c *capture) release() {
-	if cap(c.body) <= bodyPooledMax {
+	if c.body != nil && cap(c.body) <= bodyPooledMax {
 		b := c.body[:0]
 		bodyPool.Put(&b)
 	}
@@ -87,6 +91,7 @@ func (c *capture) Write(p []byte) (int, error) {
 		return c.w.Write(p)
 	}
 	if len(c.body)+len(p) <= c.bodyMax {
+		c.grow()
 		c.body = append(c.body, p...)
 		return len(p), nil
 	}
@@ -96,6 +101,7 @@ func (c *capture) Write(p []byte) (int, error) {
 // WriteString spares a handler's io.WriteString a copy into a []byte.
 func (c *capture) WriteString(s string) (int, error) {
 	if c.status != 0 && !c.over && bodyAllowed(c.status) && len(c.body)+len(s) <= c.bodyMax {
+		c.grow()
 		c.body = append(c.body, s...)
 		return len(s), nil
 	}

@@ -80,11 +80,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The handler reads the same bytes, as if the middleware were not there.
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 
-	cw := newCapture(w, c)
+	// One allocation for the attempt and its capture; the capture takes a
+	// body buffer only if the handler runs and writes.
+	run := &attempt{next: h.next, r: r}
+	run.cw.init(w, c)
+	cw := &run.cw
 	defer cw.release()
-	run := &attempt{next: h.next, r: r, cw: cw}
 	res, err := h.ex.Do(r.Context(), req, run.action) // a panic of the handler comes back out of Do, recorded
 	switch {
 	case err == nil && res.Kind == idem.ResultReplayed:
@@ -114,7 +116,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type attempt struct {
 	next http.Handler
 	r    *http.Request
-	cw   *capture
+	cw   capture
 
 	ran         bool
 	at          idem.Attempt
@@ -128,7 +130,7 @@ type attemptKey struct{}
 // client goes away or the lease is lost), and returns what it wrote.
 func (a *attempt) action(ctx context.Context, at idem.Attempt) (idem.Response, error) {
 	a.ran, a.at = true, at
-	a.next.ServeHTTP(a.cw, a.r.WithContext(context.WithValue(ctx, attemptKey{}, a)))
+	a.next.ServeHTTP(&a.cw, a.r.WithContext(context.WithValue(ctx, attemptKey{}, a)))
 	switch {
 	case a.unknown != nil:
 		return idem.Response{}, a.unknown
