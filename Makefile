@@ -7,7 +7,7 @@ FUZZPKGS ?= ./fingerprint/
 
 SIMSEEDS ?= 500
 
-.PHONY: sim sim-long test bench cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg
+.PHONY: sim sim-long test bench bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -33,6 +33,13 @@ test:
 ## bench: every benchmark, with allocations, BENCHCOUNT times (compare with benchstat)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./...
+
+## bench-http: idemhttp against the bare handler, 1 KB JSON body, memory
+## store, in one run: in process (httptest) and over 127.0.0.1 with a Go
+## load loop (req/s); no load tool to install (see BENCHMARKS.md)
+bench-http:
+	$(GO) test -run '^$$' -bench 'InProcess|Loopback/' -benchmem -count $(BENCHCOUNT) ./idemhttp/
+	$(GO) test -run '^$$' -bench 'LoopbackInterleaved' -benchtime 10x -count 3 ./idemhttp/
 
 ## cover: test coverage per function, total last
 cover:

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemhttp"
+)
+
+type principalKey struct{}
+
+// authenticate stands in for real authentication: the X-Principal header
+// names the caller, and a request without one is answered 401. Replace it
+// with your identity provider's check; the idempotency route only needs
+// principalOf to name the caller it verified.
+func authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.Header.Get("X-Principal")
+		if p == "" {
+			w.Header().Set("WWW-Authenticate", `X-Principal realm="payments example"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "X-Principal is required (a stand-in for authentication)"})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// principalOf is the route's principal extractor: the caller authenticate
+// verified.
+func principalOf(r *http.Request) (string, error) {
+	if p, ok := r.Context().Value(principalKey{}).(string); ok && p != "" {
+		return p, nil
+	}
+	return "", errors.New("not authenticated")
+}
+
+// paymentResponse is the one way a payment becomes a response: the handler
+// sends it, and the reconciler stores it for a charge it finds in the ledger,
+// so that a settled unknown replays what the handler would have sent.
+func paymentResponse(p Payment) (idem.Response, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return idem.Response{}, err
+	}
+	status := http.StatusCreated
+	if p.Status == "declined" {
+		status = http.StatusPaymentRequired // a business outcome: stored and replayed like a success
+	}
+	return idem.Response{StatusCode: status, Body: body, Headers: []idem.Header{
+		{Name: "Content-Type", Value: "application/json"},
+		{Name: "Location", Value: "/payments/" + p.ID},
+	}}, nil
+}
+
+// createPayment is the seed's handler. Under the middleware it runs at most
+// once per key; it only has to say which failures left nothing behind.
+func createPayment(gw *Gateway) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p Payment
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil || p.CustomerID == "" || p.AmountCents <= 0 || len(p.Currency) != 3 {
+			// Same payload, same answer: a refusal is stored and replayed too.
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "want customerId, a positive amountCents and a 3-letter currency"})
+			return
+		}
+		at, _ := idemhttp.AttemptOf(r)
+		charged, err := gw.Charge(r.Context(), at, p)
+		switch {
+		case errors.Is(err, ErrRefusedBeforeSending):
+			_ = idemhttp.NotExecuted(r, err) // nothing left the process: a retry may charge
+			writeJSON(w, http.StatusBadGateway, map[string]string{"error": "the payment gateway is unavailable; nothing was charged, retry"})
+			return
+		case err != nil:
+			_ = idemhttp.OutcomeUnknown(r, err) // it may have charged: the reconciler will tell
+			writeJSON(w, http.StatusGatewayTimeout, map[string]string{"error": fmt.Sprintf("the payment's outcome is unknown (%v); retry with the same key", err)})
+			return
+		}
+		resp, err := paymentResponse(charged)
+		if err != nil {
+			_ = idemhttp.OutcomeUnknown(r, err)
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "the charge went through but cannot be answered; retry with the same key"})
+			return
+		}
+		for _, h := range resp.Headers {
+			w.Header().Set(h.Name, h.Value)
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(resp.Body)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

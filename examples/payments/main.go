@@ -1,0 +1,179 @@
+// Command payments is the seed's payment service, protected by idem: POST
+// /payments charges a fake gateway at most once per idempotency key.
+//
+//	go run ./examples/payments                 # memory store on 127.0.0.1:8080
+//	curl -i localhost:8080/payments -H 'X-Principal: alice' \
+//	  -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+//	  -H 'Content-Type: application/json' \
+//	  -d '{"customerId":"c-1","amountCents":1250,"currency":"EUR"}'
+//
+// Send it again: the same 201, byte for byte, with Idempotent-Replayed: true.
+// Change the amount under the same key: 422. Keys are 16 to 255 bytes of
+// printable ASCII (a UUID is fine).
+//
+// X-Principal stands in for real authentication: it names the caller, and
+// a request without it is answered 401. Behind a real identity provider,
+// take the principal from the verified token instead; never from a header
+// the client chooses.
+//
+// The fake gateway is slow with -gateway-delay, and misbehaves by customer:
+// ids starting with decline- are declined (402, stored and replayed), down-
+// fail before sending (the key is released: retry), timeout- are charged but
+// the answer is lost (504, then 409 outcome_unknown until the reconciler
+// finds the charge in the gateway's ledger, then the 201 is replayed).
+//
+// SIGINT or SIGTERM stops the server, the sweeper and the reconciler.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/fingerprint"
+	"github.com/idemkit/idem/idemhttp"
+	"github.com/idemkit/idem/store"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+type options struct {
+	addr           string
+	storeKind      string
+	dsn            string
+	gatewayDelay   time.Duration
+	workerInterval time.Duration
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&o.storeKind, "store", "mem", "idempotency store: mem, or pg (PostgreSQL, with -dsn)")
+	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string, for -store pg")
+	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
+	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "payments:", err)
+		os.Exit(1)
+	}
+}
+
+// errStoreNotBuilt is what -store pg says until the PostgreSQL driver
+// (package pgxstore, store/pgx) is part of the module.
+var errStoreNotBuilt = errors.New("-store pg is not available in this build: the PostgreSQL driver (store/pgx) is not part of it yet; use -store mem")
+
+// openStore is the one place that picks the idempotency store. When the
+// PostgreSQL driver exists, its case opens it with o.dsn and returns its
+// Close as closeStore.
+func openStore(o options) (s store.Store, closeStore func(), err error) {
+	switch o.storeKind {
+	case "mem":
+		return memstore.New(memstore.Options{}), func() {}, nil
+	case "pg":
+		if o.dsn == "" {
+			return nil, nil, errors.New("-store pg needs -dsn")
+		}
+		return nil, nil, errStoreNotBuilt
+	}
+	return nil, nil, fmt.Errorf("-store %q: want mem or pg", o.storeKind)
+}
+
+// run serves until ctx is done, then stops the server and the workers. If
+// ready is not nil, it receives the address once the server listens.
+func run(ctx context.Context, o options, logTo io.Writer, ready chan<- string) error {
+	logger := slog.New(slog.NewTextHandler(logTo, nil))
+	st, closeStore, err := openStore(o)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	gw := NewGateway(o.gatewayDelay)
+
+	// README:begin
+	// One executor for the whole process, built at start-up: every request
+	// must meet the same store, or the same key would be charged twice.
+	ex, err := idem.New(st)
+	if err != nil {
+		return err
+	}
+	spec, err := fingerprint.NewSpec("payments.create", 1, fingerprint.Exclude("/clientRequestTime"))
+	if err != nil {
+		return err
+	}
+	protect, err := idemhttp.New(ex, idemhttp.Route{
+		UseCase:     "payments.create",
+		Fingerprint: spec,
+		Principal:   principalOf, // whose key it is: two users' keys never meet
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", protect(createPayment(gw)))
+
+	// The workers run beside the server: the sweeper turns expired leases
+	// into unknowns and expires old records; the reconciler asks the
+	// gateway's ledger what happened to each unknown attempt.
+	sweeper, err := ex.Sweeper(idem.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	reconciler, err := ex.Reconciler(gw.Check, idem.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	// README:end
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           authenticate(mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}
+	workerCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	var workers sync.WaitGroup
+	workers.Go(func() { _ = sweeper.Run(workerCtx, o.workerInterval) })
+	workers.Go(func() { _ = reconciler.Run(workerCtx, o.workerInterval) })
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("payments: listening", "addr", ln.Addr().String(), "store", o.storeKind)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	select {
+	case err = <-served: // the listener failed
+	case <-ctx.Done():
+		// Requests under way finish (and record their outcome) before the
+		// workers stop.
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = srv.Shutdown(shutdownCtx)
+		cancel()
+	}
+	stopWorkers()
+	workers.Wait()
+	logger.Info("payments: stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

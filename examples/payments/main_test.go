@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+type service struct {
+	t    *testing.T
+	url  string
+	stop func()
+	done chan error
+}
+
+func startService(t *testing.T, o options) *service {
+	t.Helper()
+	o.addr = "127.0.0.1:0"
+	if o.storeKind == "" {
+		o.storeKind = "mem"
+	}
+	if o.workerInterval == 0 {
+		o.workerInterval = 20 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- run(ctx, o, io.Discard, ready) }()
+	s := &service{t: t, stop: cancel, done: done}
+	select {
+	case addr := <-ready:
+		s.url = "http://" + addr
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	return s
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (s *service) pay(principal, key, body string) reply {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/payments", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if principal != "" {
+		req.Header.Set("X-Principal", principal)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+const key = "8e03978e-40d5-43e8-bc93-6894a57f9324"
+
+func TestPayments(t *testing.T) {
+	s := startService(t, options{})
+	if r := s.pay("", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`); r.status != http.StatusUnauthorized {
+		t.Fatalf("without X-Principal: %d, want 401", r.status)
+	}
+	first := s.pay("alice", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`)
+	if first.status != http.StatusCreated || !strings.Contains(first.body, `"status":"succeeded"`) || first.header.Get("Location") == "" {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	again := s.pay("alice", key, `{"currency":"EUR","amountCents":1250,"customerId":"c-1","clientRequestTime":"now"}`)
+	if again.status != first.status || again.body != first.body || again.header.Get("Location") != first.header.Get("Location") ||
+		again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: %d %s %v, want the first answer replayed", again.status, again.body, again.header)
+	}
+	if r := s.pay("alice", key, `{"customerId":"c-1","amountCents":9999,"currency":"EUR"}`); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("another amount under the same key: %d, want 422", r.status)
+	}
+	if r := s.pay("bob", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`); r.status != http.StatusCreated || r.body == first.body {
+		t.Fatalf("bob with alice's key: %d %s, want his own payment", r.status, r.body)
+	}
+	if r := s.pay("alice", "short", `{}`); r.status != http.StatusBadRequest {
+		t.Fatalf("a short key: %d", r.status)
+	}
+}
+
+func TestGatewayFailures(t *testing.T) {
+	s := startService(t, options{gatewayDelay: 5 * time.Millisecond})
+	declined := s.pay("alice", key, `{"customerId":"decline-1","amountCents":100,"currency":"EUR"}`)
+	if declined.status != http.StatusPaymentRequired {
+		t.Fatalf("declined: %d %s", declined.status, declined.body)
+	}
+	if r := s.pay("alice", key, `{"customerId":"decline-1","amountCents":100,"currency":"EUR"}`); r.body != declined.body || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a decline is an outcome, replayed: %d %s", r.status, r.body)
+	}
+
+	down := key[:30] + "down00"
+	for range 2 { // released each time: the retry runs again
+		if r := s.pay("alice", down, `{"customerId":"down-1","amountCents":100,"currency":"EUR"}`); r.status != http.StatusBadGateway {
+			t.Fatalf("gateway down: %d %s, want 502 each time (nothing charged, key released)", r.status, r.body)
+		}
+	}
+
+	lost := key[:30] + "lost00"
+	body := `{"customerId":"timeout-1","amountCents":100,"currency":"EUR"}`
+	if r := s.pay("alice", lost, body); r.status != http.StatusGatewayTimeout {
+		t.Fatalf("timeout: %d %s", r.status, r.body)
+	}
+	// Until the reconciler has looked at the ledger, retries are told to
+	// wait; then they get the charge it found, and nothing is charged twice.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := s.pay("alice", lost, body)
+		if r.status == http.StatusCreated {
+			if r.header.Get("Idempotent-Replayed") != "true" || !strings.Contains(r.body, `"customerId":"timeout-1"`) {
+				t.Fatalf("settled: %d %s %v", r.status, r.body, r.header)
+			}
+			break
+		}
+		if r.status != http.StatusConflict || !strings.Contains(r.body, "outcome_unknown") || r.header.Get("Retry-After") == "" {
+			t.Fatalf("while unknown: %d %s", r.status, r.body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reconciler never settled the lost answer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStopsCleanly(t *testing.T) {
+	s := startService(t, options{})
+	s.stop()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("run after stop: %v", err)
+		}
+		s.done <- nil // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+func TestStoreFlag(t *testing.T) {
+	for o, want := range map[options]string{
+		{storeKind: "pg", dsn: "postgres://localhost/idem"}: "not available in this build",
+		{storeKind: "pg"}:      "needs -dsn",
+		{storeKind: "mongodb"}: "want mem or pg",
+	} {
+		o.addr = "127.0.0.1:0"
+		if err := run(context.Background(), o, io.Discard, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want an error that says %q", o, err, want)
+		}
+	}
+}
+
+// readmeExcerpt is the Go block of the README's Example section.
+var readmeExcerpt = regexp.MustCompile("(?s)## Example\n.*?```go\n(.*?)```")
+
+// marked is the region of main.go between the README markers, unindented.
+func marked(src string) string {
+	_, after, _ := strings.Cut(src, "// README:begin\n")
+	region, _, _ := strings.Cut(after, "\t// README:end")
+	return strings.ReplaceAll("\n"+region, "\n\t", "\n")[1:]
+}
+
+// TestReadmeExampleIsThisProgram: the README shows the lines of run() that
+// build the executor, the route and the workers, as they are compiled and
+// tested here; a README edited apart from the program fails.
+func TestReadmeExampleIsThisProgram(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readmeExcerpt.FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no Go block in its Example section")
+	}
+	want := marked(string(src))
+	if !strings.Contains(want, "idem.New(") || !bytes.Equal(m[1], []byte(want)) {
+		t.Fatalf("README's example differs from examples/payments/main.go between the README markers:\nREADME:\n%s\nmain.go:\n%s", m[1], want)
+	}
+	if marked(strings.Replace(string(src), "idem.New(st)", "idem.New(st) ", 1)) == string(m[1]) {
+		t.Fatal("the comparison does not see a changed line")
+	}
+}

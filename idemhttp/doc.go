@@ -1,0 +1,83 @@
+// Package idemhttp protects net/http handlers with idempotency keys: the
+// Idempotency-Key header of the IETF draft "The Idempotency-Key HTTP Header
+// Field", over an idem.Executor.
+//
+// Build one executor at start-up, then one middleware per route (a use case):
+//
+//	ex, err := idem.New(store)
+//	protect, err := idemhttp.New(ex, idemhttp.Route{UseCase: "payments.create", Principal: userOf})
+//	mux.Handle("POST /payments", protect(http.HandlerFunc(createPayment)))
+//
+// The middleware is a func(http.Handler) http.Handler: it works with
+// http.ServeMux method and path patterns and with any router that takes such
+// middleware. Routes without it are untouched.
+//
+// # A protected request
+//
+// For a protected method (POST and PATCH unless configured), the middleware
+// reads the key (400 if missing, unless the route makes it optional, or
+// malformed: keys are 16 to 255 bytes of printable ASCII, see
+// core.ValidateKey), the principal (401 without one) and the tenant, then
+// the body, once, up to the route's limit (413). It fingerprints the body (a
+// fingerprint.Spec for JSON; the media type and the raw bytes otherwise) and
+// hands the handler the same bytes. The handler then runs at most once per
+// (tenant, principal, use case, key):
+//
+//   - the first request runs it and gets its response;
+//   - a retry after it finished gets the stored status, body byte for byte,
+//     the stored headers the route replays (Content-Type, Location and
+//     Route.ReplayHeaders), and Idempotent-Replayed: true;
+//   - a request while it runs waits for the policy's InFlightWait, then is
+//     replayed or answered 409 (or 202 by policy) with Retry-After;
+//   - the same key with another payload is answered 422;
+//   - a key whose outcome is unknown is answered 409 outcome_unknown with
+//     Retry-After until the reconciler settles it;
+//   - a store failure is answered 503 with Retry-After, and the handler does
+//     not run.
+//
+// Every refusal is an RFC 9457 application/problem+json body whose type is
+// ProblemTypeBase + code (problems.md documents each) and whose "code" is the
+// idem.Code. Retry-After is whole seconds, rounded up, at least 1.
+//
+// # The response
+//
+// The handler writes to a buffer, and the response reaches the client once
+// the executor has recorded it, so a retry never sees a response that was
+// not stored. The buffer holds the status, the headers and the body up to
+// the policy's ResponseBytesMax (body and stored headers together).
+//
+//   - Over the limit, what is held and everything after it goes straight to
+//     this client: it gets the whole response. The response cannot be
+//     stored, so the executor leaves the key unknown (code response_invalid):
+//     it is never executed again, and retries get 409 outcome_unknown until
+//     the reconciler's Check settles it (with a response small enough to
+//     store). Keep responses of protected routes under the limit.
+//   - Flush (http.Flusher, http.ResponseController.Flush) does nothing while
+//     the response is held, and flushes once it goes through (over the
+//     limit). Streaming does not fit a replayable response; put streaming
+//     routes outside the middleware, where they work as usual.
+//   - Hijack is not supported: the writer is not an http.Hijacker, and
+//     http.ResponseController.Hijack returns an error that matches
+//     http.ErrNotSupported. A hijacked connection leaves nothing to replay.
+//   - SetReadDeadline, SetWriteDeadline and EnableFullDuplex through
+//     http.ResponseController reach the client's connection.
+//   - Informational (1xx) statuses are not sent; a handler that writes
+//     nothing answers 200, and Content-Type is sniffed as net/http does, so
+//     the stored header is the one this client got.
+//
+// # What a retry gets when the handler ran
+//
+// This client always gets what the handler wrote. The record decides what
+// retries get: the replay of a stored response; 409 outcome_unknown after a
+// response over the limit, a response HTTP cannot replay, a handler that
+// called OutcomeUnknown, or a store failure while recording (until the
+// reconciler settles the key); a new execution after NotExecuted.
+//
+// A handler panic is recorded as unknown (never executed again on a guess),
+// then raised again with its own value, so net/http's recovery and
+// http.ErrAbortHandler behave as without the middleware.
+//
+// The handler's context is cancelled when the client goes away or the
+// attempt loses its lease (context.Cause is idem.ErrLeaseLost). AttemptOf
+// gives the attempt's fencing token and lease end, to pass downstream.
+package idemhttp

@@ -1,0 +1,269 @@
+package idemhttp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+)
+
+// handler is one protected route.
+type handler struct {
+	ex   *idem.Executor
+	next http.Handler
+	cfg  *config
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := h.cfg
+	if !c.protects(r.Method) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	// The key first: a request refused for its key costs no body read.
+	key, present, err := keyOf(r.Header, c.keyHeader)
+	if !present {
+		if c.keyOptional {
+			h.next.ServeHTTP(w, r) // unprotected, as configured
+			return
+		}
+		err = errKeyMissing
+	}
+	if err == nil {
+		err = core.ValidateKey(key, c.keyBytesMax)
+	}
+	if err != nil {
+		writeProblem(w, newProblem(idem.CodeInvalidKey, http.StatusBadRequest, c.keyHeader+": "+err.Error()))
+		return
+	}
+	scope := idem.Scope{UseCase: c.useCase, Key: key, Principal: AnonymousPrincipal}
+	if c.principal != nil {
+		p, err := c.principal(r)
+		if err != nil || p == "" {
+			writeProblem(w, newProblem(CodeUnauthenticated, http.StatusUnauthorized, "the request names no caller"))
+			return
+		}
+		scope.Principal = p
+	}
+	if c.tenant != nil {
+		t, err := c.tenant(r)
+		if err != nil {
+			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "tenant: "+err.Error()))
+			return
+		}
+		scope.Tenant = t
+	}
+	body, err := readBody(w, r, c.bodyBytesMax)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeProblem(w, newProblem(CodeRequestTooLarge, http.StatusRequestEntityTooLarge,
+				"the request body is over "+strconv.FormatInt(c.bodyBytesMax, 10)+" bytes"))
+			return
+		}
+		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
+		return
+	}
+	req := idem.Request{Scope: scope}
+	if ct := r.Header.Get("Content-Type"); isJSON(ct) {
+		if req.Fingerprint, err = c.spec.Of(body); err != nil {
+			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
+			return
+		}
+	} else {
+		req.Fingerprint = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
+	}
+	// The handler reads the same bytes, as if the middleware were not there.
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+
+	// One allocation for the attempt and its capture; the capture takes a
+	// body buffer only if the handler runs and writes.
+	run := &attempt{next: h.next, r: r}
+	run.cw.init(w, c)
+	cw := &run.cw
+	defer cw.release()
+	res, err := h.ex.Do(r.Context(), req, run.action) // a panic of the handler comes back out of Do, recorded
+	switch {
+	case err == nil && res.Kind == idem.ResultReplayed:
+		writeReplay(w, c, &res.Response)
+	case run.ran:
+		// Executed, recorded or not (a store failure, a response that
+		// cannot be stored, a handler that said NotExecuted or
+		// OutcomeUnknown): this client gets what the handler wrote.
+		// Retries get what the record says (see the package doc).
+		cw.send()
+	case err == nil:
+		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"))
+	default:
+		if e, ok := asIdemError(err); ok {
+			writeProblem(w, problemOf(e))
+			return
+		}
+		// Only a context done before anything ran comes back as it is:
+		// nothing was reserved, and it is not the store's failure.
+		p := newProblem(CodeRequestCancelled, http.StatusServiceUnavailable, "the request was cancelled before it ran: nothing was executed")
+		p.RetryAfterSeconds = 1
+		writeProblem(w, p)
+	}
+}
+
+// attempt is one request's run of the handler as an idem.Action.
+type attempt struct {
+	next http.Handler
+	r    *http.Request
+	cw   capture
+
+	ran         bool
+	at          idem.Attempt
+	unknown     error // OutcomeUnknown's cause
+	notExecuted error // NotExecuted's cause
+}
+
+type attemptKey struct{}
+
+// action runs the handler on the attempt's context (cancelled when the
+// client goes away or the lease is lost), and returns what it wrote.
+func (a *attempt) action(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+	a.ran, a.at = true, at
+	a.next.ServeHTTP(&a.cw, a.r.WithContext(context.WithValue(ctx, attemptKey{}, a)))
+	switch {
+	case a.unknown != nil:
+		return idem.Response{}, a.unknown
+	case a.notExecuted != nil:
+		return idem.Response{}, idem.NotExecuted(a.notExecuted)
+	}
+	return a.cw.response(), nil
+}
+
+// ErrUnprotected is what NotExecuted and OutcomeUnknown return for a request
+// that is not running under the middleware (another method, no key on an
+// optional route, or no middleware at all): there is no attempt to mark.
+var ErrUnprotected = errors.New("idemhttp: the request is not running as a protected attempt")
+
+// Causes used when the handler gives none.
+var (
+	errNotExecuted   = errors.New("the handler reported that it did not execute")
+	errOutcomeUnkown = errors.New("the handler reported that its outcome is unknown")
+)
+
+func attemptOf(r *http.Request) *attempt {
+	a, _ := r.Context().Value(attemptKey{}).(*attempt)
+	return a
+}
+
+// AttemptOf is the attempt the protected handler runs as: its scope, its
+// fencing token (pass it downstream, as a payment gateway's own idempotency
+// key) and the end of its lease (LockedUntil: a deadline downstream, so that
+// the reconciler can conclude). ok is false outside the middleware.
+func AttemptOf(r *http.Request) (at idem.Attempt, ok bool) {
+	if a := attemptOf(r); a != nil {
+		return a.at, true
+	}
+	return idem.Attempt{}, false
+}
+
+// NotExecuted tells the middleware that the handler's attempt definitely had
+// no side effect (it failed before any request left the process). Its
+// response goes to this client but is not stored, and the key is released:
+// a retry executes again. When in doubt, call OutcomeUnknown instead. Call it
+// from the handler before it returns.
+func NotExecuted(r *http.Request, cause error) error {
+	a := attemptOf(r)
+	if a == nil {
+		return ErrUnprotected
+	}
+	if cause == nil {
+		cause = errNotExecuted
+	}
+	a.notExecuted = cause
+	return nil
+}
+
+// OutcomeUnknown tells the middleware that the handler's attempt may or may
+// not have had its side effect (a downstream timeout). Its response goes to
+// this client but is not stored; the key becomes unknown, so retries get 409
+// outcome_unknown until the reconciler settles it, and it never executes
+// twice on a guess. It wins over NotExecuted. Call it from the handler
+// before it returns.
+func OutcomeUnknown(r *http.Request, cause error) error {
+	a := attemptOf(r)
+	if a == nil {
+		return ErrUnprotected
+	}
+	if cause == nil {
+		cause = errOutcomeUnkown
+	}
+	a.unknown = cause
+	return nil
+}
+
+// readBody reads the whole body, at most bodyMax bytes. A declared length
+// over the limit is refused before reading a byte.
+func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64) ([]byte, error) {
+	if r.ContentLength > bodyMax {
+		return nil, &http.MaxBytesError{Limit: bodyMax}
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	rd := http.MaxBytesReader(w, r.Body, bodyMax) // also tells net/http to close the connection past it
+	size := 512
+	if r.ContentLength >= 0 {
+		size = int(r.ContentLength) + 1 // one more: the read that finds EOF needs no growth
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// writeReplay sends a stored response: its status, its body byte for byte,
+// and its headers that the route replays, plus Idempotent-Replayed. A stored
+// header is checked again here, whatever wrote the record (another version,
+// another route's config): only the route's names are sent, and a value
+// with a control byte is dropped, so a record can never inject a header.
+func writeReplay(w http.ResponseWriter, c *config, resp *idem.Response) {
+	h := w.Header()
+	for _, name := range c.replayed {
+		delete(h, name) // an outer middleware's value must not mix with the stored one
+	}
+	for _, sh := range resp.Headers {
+		name, ok := c.replayedName(sh.Name)
+		if !ok || !validValue(sh.Value) {
+			continue
+		}
+		h[name] = append(h[name], sh.Value)
+	}
+	h[ReplayedHeader] = []string{"true"}
+	if bodyAllowed(resp.StatusCode) {
+		h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(resp.Body)
+}
+
+// validValue reports whether v is a header value that cannot end a field:
+// no control byte but tab.
+func validValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

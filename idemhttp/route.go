@@ -1,0 +1,225 @@
+package idemhttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/fingerprint"
+)
+
+// DefaultKeyHeader is the request header that carries the key, as the IETF
+// draft names it.
+const DefaultKeyHeader = "Idempotency-Key"
+
+// ReplayedHeader is added, with the value "true", to every replayed
+// response: the stored response is otherwise sent as it was.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// AnonymousPrincipal is the principal of every request on a route marked
+// Anonymous: all its callers share one key space, so keys must be
+// unguessable (the core's 16-byte minimum is the floor, a UUID is better).
+const AnonymousPrincipal = "anonymous"
+
+// Route is how one route (one use case) is protected. Only UseCase and
+// either Principal or Anonymous are required; every other field has a
+// default.
+type Route struct {
+	// UseCase names the operation ("payments.create"). It is part of every
+	// record's scope: the same key under two use cases is two records.
+	UseCase string
+	// KeyHeader carries the key; DefaultKeyHeader if empty.
+	KeyHeader string
+	// KeyOptional lets a request without the key header through to the
+	// handler unprotected. By default such a request is refused with 400.
+	// A key that is present but malformed is refused either way.
+	KeyOptional bool
+	// Methods are the protected methods; POST and PATCH if nil. A request
+	// with another method passes through untouched.
+	Methods []string
+	// BodyBytesMax bounds the request body, which is read whole to be
+	// fingerprinted (413 beyond it); the executor policy's RequestBytesMax
+	// if 0.
+	BodyBytesMax int64
+	// Fingerprint computes the fingerprint of JSON bodies (a Content-Type of
+	// application/json or */*+json), with its JSON Pointer Include/Exclude
+	// selection and schema version. If nil, fingerprint.NewSpec(UseCase, 1):
+	// the whole body, canonicalized. A body of any other type is
+	// fingerprinted as its media type and raw bytes (see RawDomainTag).
+	Fingerprint *fingerprint.Spec
+	// Principal names the caller, from the request as your authentication
+	// left it. An error or an empty name is answered 401: without a
+	// principal, two users' requests with the same key would share a record.
+	Principal func(*http.Request) (string, error)
+	// Anonymous protects a route that has no callers to tell apart: every
+	// request's principal is AnonymousPrincipal. New refuses a Route with
+	// neither Principal nor Anonymous, and one with both.
+	Anonymous bool
+	// Tenant names the caller's tenant; none if nil. An error is answered
+	// 400.
+	Tenant func(*http.Request) (string, error)
+	// ReplayHeaders are response headers stored and replayed besides
+	// Content-Type and Location (which always are). Headers the connection
+	// or the server owns (Content-Length, Transfer-Encoding, Connection,
+	// Date, ...) and Idempotent-Replayed are refused.
+	ReplayHeaders []string
+}
+
+// alwaysReplayed are stored and replayed on every route.
+var alwaysReplayed = []string{"Content-Type", "Location"}
+
+// neverReplayed are headers that describe the connection or this one
+// message, not the outcome: a replay must compute its own.
+var neverReplayed = []string{
+	"Connection", "Content-Length", "Date", "Keep-Alive", "Proxy-Connection",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", ReplayedHeader,
+}
+
+// config is a Route checked and with its defaults filled in. It never
+// changes after New, so every request reads it without a lock.
+type config struct {
+	useCase      string
+	keyHeader    string // canonical
+	keyOptional  bool
+	methods      []string
+	bodyBytesMax int64
+	spec         *fingerprint.Spec
+	principal    func(*http.Request) (string, error)
+	tenant       func(*http.Request) (string, error)
+	replayed     []string // canonical
+	keyBytesMax  int
+	// responseBytesMax is the policy's stored-response limit: the capture
+	// stops buffering past it.
+	responseBytesMax int
+}
+
+// New returns the middleware that protects a handler as rt says, over ex.
+// Build ex once, at start-up, and share it between routes: each route is a
+// use case over the same store.
+//
+//	protect, err := idemhttp.New(ex, idemhttp.Route{UseCase: "payments.create", Principal: userOf})
+//	mux.Handle("POST /payments", protect(http.HandlerFunc(createPayment)))
+//
+// The returned function panics if given a nil handler, as http.Handle does:
+// that is a start-up bug, not a request's.
+func New(ex *idem.Executor, rt Route) (func(http.Handler) http.Handler, error) {
+	c, err := newConfig(ex, rt)
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			panic("idemhttp: nil handler for use case " + c.useCase)
+		}
+		return &handler{ex: ex, next: next, cfg: c}
+	}, nil
+}
+
+func newConfig(ex *idem.Executor, rt Route) (*config, error) {
+	if ex == nil {
+		return nil, errors.New("idemhttp: New: nil executor")
+	}
+	where := fmt.Sprintf("idemhttp: route %q", rt.UseCase)
+	if rt.UseCase == "" {
+		return nil, errors.New("idemhttp: route without a UseCase: the use case is part of every key's scope")
+	}
+	// The use case goes into every scope: check it now with the core's own
+	// rules rather than refuse every request later.
+	probe := core.Scope{Principal: AnonymousPrincipal, UseCase: rt.UseCase, Key: strings.Repeat("k", core.KeyBytesMin)}
+	if err := probe.Validate(core.KeyBytesLimit); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	switch {
+	case rt.Principal == nil && !rt.Anonymous:
+		return nil, fmt.Errorf("%s has no Principal extractor: two users' requests with the same key would share a record "+
+			"(set Route.Anonymous if the route has no callers to tell apart)", where)
+	case rt.Principal != nil && rt.Anonymous:
+		return nil, fmt.Errorf("%s has a Principal extractor and is marked Anonymous: choose one", where)
+	}
+	p := ex.Policy()
+	c := &config{
+		useCase: rt.UseCase, keyHeader: DefaultKeyHeader, keyOptional: rt.KeyOptional,
+		methods: []string{http.MethodPost, http.MethodPatch}, bodyBytesMax: int64(p.RequestBytesMax),
+		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant,
+		replayed: slices.Clone(alwaysReplayed), keyBytesMax: p.KeyBytesMax, responseBytesMax: p.ResponseBytesMax,
+	}
+	if rt.KeyHeader != "" {
+		if !validToken(rt.KeyHeader) {
+			return nil, fmt.Errorf("%s: key header %q is not an RFC 9110 field name", where, rt.KeyHeader)
+		}
+		c.keyHeader = http.CanonicalHeaderKey(rt.KeyHeader)
+	}
+	if rt.Methods != nil {
+		if len(rt.Methods) == 0 {
+			return nil, fmt.Errorf("%s: an empty Methods protects nothing (nil means POST and PATCH)", where)
+		}
+		c.methods = nil
+		for _, m := range rt.Methods {
+			if !validToken(m) {
+				return nil, fmt.Errorf("%s: method %q is not an RFC 9110 token", where, m)
+			}
+			c.methods = append(c.methods, strings.ToUpper(m))
+		}
+	}
+	switch {
+	case rt.BodyBytesMax < 0:
+		return nil, fmt.Errorf("%s: body limit %d bytes must not be negative", where, rt.BodyBytesMax)
+	case rt.BodyBytesMax > 0:
+		c.bodyBytesMax = rt.BodyBytesMax
+	}
+	if c.spec == nil {
+		spec, err := fingerprint.NewSpec(rt.UseCase, 1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		c.spec = spec
+	}
+	for _, h := range rt.ReplayHeaders {
+		if !validToken(h) {
+			return nil, fmt.Errorf("%s: replay header %q is not an RFC 9110 field name", where, h)
+		}
+		name := http.CanonicalHeaderKey(h)
+		if slices.Contains(neverReplayed, name) {
+			return nil, fmt.Errorf("%s: header %s belongs to the connection or to one message and is never replayed", where, name)
+		}
+		if !slices.Contains(c.replayed, name) {
+			c.replayed = append(c.replayed, name)
+		}
+	}
+	return c, nil
+}
+
+// protects reports whether requests with method m are protected.
+func (c *config) protects(m string) bool { return slices.Contains(c.methods, m) }
+
+// replayedName returns the configured spelling of name if it is stored and
+// replayed, comparing without regard to case and without allocating.
+func (c *config) replayedName(name string) (string, bool) {
+	for _, r := range c.replayed {
+		if strings.EqualFold(r, name) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// validToken reports whether s is an RFC 9110 token (a field name, a method).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
