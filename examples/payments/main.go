@@ -45,12 +45,15 @@ import (
 	"github.com/idemkit/idem/idemhttp"
 	"github.com/idemkit/idem/store"
 	memstore "github.com/idemkit/idem/store/mem"
+	pgxstore "github.com/idemkit/idem/store/pgx"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 type options struct {
 	addr           string
 	storeKind      string
 	dsn            string
+	pgSchema       string
 	gatewayDelay   time.Duration
 	workerInterval time.Duration
 }
@@ -61,6 +64,7 @@ func main() {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&o.storeKind, "store", "mem", "idempotency store: mem, or pg (PostgreSQL, with -dsn)")
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string, for -store pg")
+	fs.StringVar(&o.pgSchema, "pg-schema", "", "PostgreSQL schema of the records table (default: the first of search_path), for -store pg")
 	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
 	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -74,14 +78,10 @@ func main() {
 	}
 }
 
-// errStoreNotBuilt is what -store pg says until the PostgreSQL driver
-// (package pgxstore, store/pgx) is part of the module.
-var errStoreNotBuilt = errors.New("-store pg is not available in this build: the PostgreSQL driver (store/pgx) is not part of it yet; use -store mem")
-
-// openStore is the one place that picks the idempotency store. When the
-// PostgreSQL driver exists, its case opens it with o.dsn and returns its
-// Close as closeStore.
-func openStore(o options) (s store.Store, closeStore func(), err error) {
+// openStore is the one place that picks the idempotency store: the
+// memory store, or PostgreSQL (its migrations applied at start-up: Migrate
+// is safe when many instances start at once).
+func openStore(ctx context.Context, o options) (s store.Store, closeStore func(), err error) {
 	switch o.storeKind {
 	case "mem":
 		return memstore.New(memstore.Options{}), func() {}, nil
@@ -89,7 +89,21 @@ func openStore(o options) (s store.Store, closeStore func(), err error) {
 		if o.dsn == "" {
 			return nil, nil, errors.New("-store pg needs -dsn")
 		}
-		return nil, nil, errStoreNotBuilt
+		pool, err := pgxpool.New(ctx, o.dsn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-dsn: %w", err)
+		}
+		po := pgxstore.Options{Schema: o.pgSchema}
+		if err := pgxstore.Migrate(ctx, pool, po); err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		ps, err := pgxstore.New(ctx, pool, po)
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		return ps, func() { ps.Close(); pool.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("-store %q: want mem or pg", o.storeKind)
 }
@@ -98,7 +112,7 @@ func openStore(o options) (s store.Store, closeStore func(), err error) {
 // ready is not nil, it receives the address once the server listens.
 func run(ctx context.Context, o options, logTo io.Writer, ready chan<- string) error {
 	logger := slog.New(slog.NewTextHandler(logTo, nil))
-	st, closeStore, err := openStore(o)
+	st, closeStore, err := openStore(ctx, o)
 	if err != nil {
 		return err
 	}

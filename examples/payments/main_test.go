@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 type service struct {
@@ -153,9 +156,9 @@ func TestStopsCleanly(t *testing.T) {
 
 func TestStoreFlag(t *testing.T) {
 	for o, want := range map[options]string{
-		{storeKind: "pg", dsn: "postgres://localhost/idem"}: "not available in this build",
-		{storeKind: "pg"}:      "needs -dsn",
-		{storeKind: "mongodb"}: "want mem or pg",
+		{storeKind: "pg", dsn: "::not a dsn"}: "-dsn",
+		{storeKind: "pg"}:                     "needs -dsn",
+		{storeKind: "mongodb"}:                "want mem or pg",
 	} {
 		o.addr = "127.0.0.1:0"
 		if err := run(context.Background(), o, io.Discard, nil); err == nil || !strings.Contains(err.Error(), want) {
@@ -196,5 +199,74 @@ func TestReadmeExampleIsThisProgram(t *testing.T) {
 	}
 	if marked(strings.Replace(string(src), "idem.New(st)", "idem.New(st) ", 1)) == string(m[1]) {
 		t.Fatal("the comparison does not see a changed line")
+	}
+}
+
+// pgDSN is the test server (IDEM_PG_DSN).
+func pgDSN() string {
+	if v := os.Getenv("IDEM_PG_DSN"); v != "" {
+		return v
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// TestPaymentsOnPostgres runs the service on PostgreSQL, in a schema of its
+// own: concurrent identical requests execute once, the replay is byte for
+// byte the stored answer, and another payload is 422.
+func TestPaymentsOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgDSN())
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL at %s: %v (CI=true: this test must run)", pgDSN(), err)
+		}
+		t.Skipf("!!! no PostgreSQL at %s (%v): skipping", pgDSN(), err)
+	}
+	schema := fmt.Sprintf("idem_example_%d", time.Now().UnixNano())
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		pool.Close()
+	})
+	s := startService(t, options{storeKind: "pg", dsn: pgDSN(), pgSchema: schema, gatewayDelay: 50 * time.Millisecond})
+	body := `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`
+	replies := make(chan reply, 8)
+	for range 8 {
+		go func() { replies <- s.pay("alice", key, body) }()
+	}
+	created, waited, executed := 0, 0, 0
+	var first reply
+	for range 8 {
+		r := <-replies
+		switch r.status {
+		case http.StatusCreated:
+			if created++; r.header.Get("Idempotent-Replayed") == "" {
+				first = r
+				executed++
+			}
+		case http.StatusConflict:
+			waited++
+		default:
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+	if executed != 1 || created+waited != 8 {
+		t.Fatalf("%d executions among %d created, %d waited", executed, created, waited)
+	}
+	again := s.pay("alice", key, body)
+	if again.status != http.StatusCreated || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %s, first %s", again.status, again.body, first.body)
+	}
+	if r := s.pay("alice", key, `{"customerId":"c-1","amountCents":9999,"currency":"EUR"}`); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("another payload: %d %s", r.status, r.body)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".idem_records").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d records in PostgreSQL: %v", n, err)
 	}
 }
