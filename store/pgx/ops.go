@@ -72,10 +72,10 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 // statement's time and the row as written. When the precondition did not
 // hold, nothing was written, ok is false and got is the record as the
 // statement found it (absent if there is none).
-func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record) (now time.Time, ok bool, err error) {
+func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record, unfenced bool) (now time.Time, ok bool, err error) {
 	args := o.notifyArgs(w.args(make([]any, 0, 29), int64(w.rec.Token)), &w.rec.Scope)
 	sql := o.s.sql.update
-	if o.s.opt.unfencedCompletion {
+	if unfenced {
 		sql = o.s.sql.unfencedUpdate // the planted bug: no precondition
 	} else {
 		args = append(args, int64(expectVersion), int64(expectToken))
@@ -100,7 +100,7 @@ func (o ops) compareAndSet(ctx context.Context, rec *core.Record, expectVersion 
 	}
 	w := literalWrite(rec)
 	var got core.Record
-	_, ok, err := o.update(ctx, &w, expectVersion, expectToken, &got)
+	_, ok, err := o.update(ctx, &w, expectVersion, expectToken, &got, false)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,10 @@ type Options struct {
 	// nothing, is sent again before the error is returned. 3 if zero.
 	SerializationRetries int
 	// unfencedCompletion plants a bug for the chaos harness's self-test:
-	// the held completion ignores the precondition. Never set outside tests.
+	// the held path (ApplyHeld: the executor's completion, failure or mark
+	// unknown of its attempt) writes the core's step of the held record
+	// without its precondition, over whatever the row has become (a
+	// heartbeat's version, another attempt). Never set outside tests.
 	unfencedCompletion bool
 }
 
