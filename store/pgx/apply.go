@@ -137,12 +137,25 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 	if !ok || t.tr.Write.Kind != core.WriteInsert {
 		return o.loop(ctx, scope, ev, p, out)
 	}
-	args := t.w.args(make([]any, 0, 25), nil)
 	var (
 		inserted bool
 		now      time.Time
 		r        row
 	)
+	if o.s.opt.ReadFirst {
+		dest := r.dest(append(make([]any, 0, 17), &now))
+		err = o.run(ctx, func() error {
+			return o.q.QueryRow(ctx, o.s.sql.read, scope.Tenant, scope.Principal, scope.UseCase, scope.Key).Scan(dest...)
+		})
+		switch {
+		case err == nil:
+			return o.reserveExisting(ctx, scope, ev, p, now.UTC(), &r, out)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return classify(ctx, "reserve", err)
+		}
+		// absent: insert it (or read what a concurrent insert left)
+	}
+	args := t.w.args(make([]any, 0, 25), nil)
 	dest := r.dest(append(make([]any, 0, 18), &inserted, &now))
 	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve, args...).Scan(dest...) })
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -154,12 +167,22 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 		return classify(ctx, "reserve", err)
 	}
 	now = now.UTC()
+	if inserted {
+		got := core.Record{Scope: scope}
+		if err := r.record(&got); err != nil {
+			return err
+		}
+		return checked(&absent, ev, p, now, got.Token, &got, out)
+	}
+	return o.reserveExisting(ctx, scope, ev, p, now, &r, out)
+}
+
+// reserveExisting steps a reserve over the existing record r, read at now
+// without a token.
+func (o ops) reserveExisting(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, now time.Time, r *row, out *store.Applied) error {
 	got := core.Record{Scope: scope}
 	if err := r.record(&got); err != nil {
 		return err
-	}
-	if inserted {
-		return checked(&absent, ev, p, now, got.Token, &got, out)
 	}
 	// The record exists, and the statement took no token for it: step it
 	// with a stand-in token, fresh for this record only. When the core

@@ -64,9 +64,9 @@ func benchClients(b *testing.B, clients int, replay bool, do func(key string, re
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }
 
-func benchDo(b *testing.B, clients int, replay bool) {
+func benchDo(b *testing.B, clients int, replay bool, o Options) {
 	db := newTestDBConns(b, int32(benchGoroutines(clients)))
-	s := db.newStore(b, Options{})
+	s := db.newStore(b, o)
 	ex, err := idem.New(s)
 	if err != nil {
 		b.Fatal(err)
@@ -88,7 +88,7 @@ func benchDo(b *testing.B, clients int, replay bool) {
 // b_lifecycle_autocommit tx/s (make bench-pg runs both).
 func BenchmarkDoNewKey(b *testing.B) {
 	for _, c := range []int{1, 4, 16} {
-		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, false) })
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, false, Options{}) })
 	}
 }
 
@@ -96,7 +96,17 @@ func BenchmarkDoNewKey(b *testing.B) {
 // compare with pgbench's d_replay.
 func BenchmarkDoReplay(b *testing.B) {
 	for _, c := range []int{1, 4, 16} {
-		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, true) })
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, true, Options{}) })
+	}
+}
+
+// BenchmarkDoReadFirst is a new key and a replay through Executor.Do over a
+// Store with Options.ReadFirst (a replay is a plain SELECT; a new key one
+// more round trip).
+func BenchmarkDoReadFirst(b *testing.B) {
+	for _, c := range []int{1, 4, 16} {
+		b.Run("new/clients="+itoa(c), func(b *testing.B) { benchDo(b, c, false, Options{ReadFirst: true}) })
+		b.Run("replay/clients="+itoa(c), func(b *testing.B) { benchDo(b, c, true, Options{ReadFirst: true}) })
 	}
 }
 
@@ -150,9 +160,12 @@ func BenchmarkWakeLatency(b *testing.B) {
 // fenced completion) or, for a replay, the reserve alone, straight through
 // pgx: no executor, no core, no checks. It is what the driver could reach
 // at best on this machine, beside pgbench's raw SQL on its narrower table.
-func benchFloor(b *testing.B, clients int, replay bool) {
+// plainSelect replays with a plain SELECT of the record by its key instead
+// (d_replay's statement on the driver's table): the floor of Go and pgx.
+func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 	db := newTestDBConns(b, int32(benchGoroutines(clients)))
 	s := db.newStore(b, Options{})
+	selectSQL := `SELECT statement_timestamp(), ` + recordCols + ` FROM ` + s.n.qualified + ` WHERE ` + scopeMatch
 	ctx := context.Background()
 	p := core.DefaultPolicy()
 	// The reserve's template, as the driver computes it once per request.
@@ -170,7 +183,12 @@ func benchFloor(b *testing.B, clients int, replay bool) {
 			now time.Time
 			r   row
 		)
-		err := s.pool.QueryRow(ctx, s.sql.reserve, w.args(make([]any, 0, 25), nil)...).Scan(r.dest([]any{&ok, &now})...)
+		var err error
+		if replay && plainSelect {
+			err = s.pool.QueryRow(ctx, selectSQL, rec.Scope.Tenant, rec.Scope.Principal, rec.Scope.UseCase, rec.Scope.Key).Scan(r.dest([]any{&now})...)
+		} else {
+			err = s.pool.QueryRow(ctx, s.sql.reserve, w.args(make([]any, 0, 25), nil)...).Scan(r.dest([]any{&ok, &now})...)
+		}
 		got := core.Record{Scope: rec.Scope}
 		if err == nil {
 			err = r.record(&got)
@@ -194,12 +212,20 @@ func benchFloor(b *testing.B, clients int, replay bool) {
 // alone (see benchFloor), at the Do benchmarks' client counts.
 func BenchmarkFloorNewKey(b *testing.B) {
 	for _, c := range []int{1, 4, 16} {
-		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, false) })
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, false, false) })
 	}
 }
 
 func BenchmarkFloorReplay(b *testing.B) {
 	for _, c := range []int{1, 4, 16} {
-		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, true) })
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, true, false) })
+	}
+}
+
+// BenchmarkFloorSelect replays with a plain SELECT by primary key (see
+// benchFloor): Go and pgx alone against pgbench's d_replay.
+func BenchmarkFloorSelect(b *testing.B) {
+	for _, c := range []int{1, 4, 16} {
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, true, true) })
 	}
 }

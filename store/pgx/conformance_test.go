@@ -14,12 +14,13 @@ func TestConformance(t *testing.T) {
 	conformance(t, Options{}, historiesForTest())
 }
 
-// TestConformanceDueClaim runs the suite again over Stores that claim what
-// Due lists (Options.DueClaim), as a service with several instances runs
-// them: a Store's own claims never hide a record from it, so the Due
-// contract holds as is. Fewer histories: the claim touches only Due.
-func TestConformanceDueClaim(t *testing.T) {
-	conformance(t, Options{DueClaim: time.Minute}, 1)
+// TestConformanceOptions runs the suite again over Stores with the
+// options that change statements: Due claims what it lists (DueClaim, as a
+// service with several instances runs it: a Store's own claims never hide a
+// record from it, so the Due contract holds as is), and a reserve reads
+// first (ReadFirst). Fewer histories: they touch only Due and the reserve.
+func TestConformanceOptions(t *testing.T) {
+	conformance(t, Options{DueClaim: time.Minute, ReadFirst: true}, 1)
 }
 
 func conformance(t *testing.T, o Options, histories int) {

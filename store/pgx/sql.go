@@ -18,8 +18,8 @@ const scopeMatch = `tenant = $1 AND principal = $2 AND use_case = $3 AND idem_ke
 // statements are the SQL texts of one table, built once at New from quoted
 // names only: nothing a caller passes per call is ever put into SQL text.
 type statements struct {
-	load, insert, reserve, update, unfencedUpdate, delete, waitMark string
-	dueSweep, dueReconcile, claimSweep, claimReconcile, prune       string
+	load, read, insert, reserve, update, unfencedUpdate, delete, waitMark string
+	dueSweep, dueReconcile, claimSweep, claimReconcile, prune             string
 }
 
 // Parameters of a record write ($5..$24), in this order: status,
@@ -62,6 +62,8 @@ func newStatements(n *names) statements {
 		return pgx.Identifier{n.schema, n.table + suffix}.Sanitize()
 	}
 	s.load = `SELECT * FROM ` + fn("_load") + `($1, $2, $3, $4)`
+	// read: Options.ReadFirst's replay, a plain read by primary key.
+	s.read = `SELECT statement_timestamp(), ` + recordCols + ` FROM ` + T + ` WHERE ` + scopeMatch
 	insertCols := `(tenant, principal, use_case, idem_key, ` + recordCols + `, updated_at)`
 	// insert: a new row has no waiter to wake (a Wait marks an existing
 	// row; one waiting on an absent record is served by its poll).
