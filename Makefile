@@ -74,7 +74,9 @@ chaos-pg:
 ## one right after the other (see BENCHMARKS.md, store/pgx)
 bench-pg:
 	SCEN="b_lifecycle_autocommit d_replay" DUR=10 bash ../shared/bench/pg/run.sh
-	$(GO) test -run '^$$' -bench 'DoNewKey|DoReplay|DoReadFirst|Floor|WakeLatency' -benchmem -count 3 ./store/pgx/
+	$(GO) test -run '^$$' -bench 'DoNewKey|DoReplay|DoReadFirst|Floor' -benchmem -count 3 ./store/pgx/
+	$(GO) test -run '^$$' -bench 'WakeLatency' -benchtime 40x ./store/pgx/
+	$(GO) test -run '^$$' -bench 'SweepInstances' -benchtime 3x -count 3 ./store/pgx/
 
 ## bench-pg-million: a sweep, a Due listing and a prune over a table of
 ## 1,000,000 records, in batches of 100 and 1000 (the preload takes a minute)
