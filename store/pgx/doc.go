@@ -49,6 +49,17 @@
 // A Wait on an absent record, or whose notification was lost, is served by
 // its poll (Options.PollInterval).
 //
+// # Background work
+//
+// Due reads partial indexes, so a batch costs about the batch. With
+// Options.DueClaim several instances' sweepers and reconcilers work on
+// disjoint records. Store.Prune deletes tombstones past their retention in
+// bounded batches (one statement, rows held by others skipped, each deleted
+// row checked against core.Step before the commit), far cheaper than the
+// sweeper's delete of each; a service runs it in a loop beside its Sweeper.
+// Options.ReadFirst trades a round trip of each new key for a plain SELECT
+// on each replay.
+//
 // # Time and tokens
 //
 // Every lifecycle time is the database's statement_timestamp(), never the
