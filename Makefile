@@ -7,7 +7,7 @@ FUZZPKGS ?= ./fingerprint/
 
 SIMSEEDS ?= 500
 
-.PHONY: sim sim-long test bench bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg
+.PHONY: sim sim-long test bench bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg bench-pg-million mutants
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -81,4 +81,11 @@ chaos-pg:
 ## one right after the other (see BENCHMARKS.md, store/pgx)
 bench-pg:
 	SCEN="b_lifecycle_autocommit d_replay" DUR=10 bash ../shared/bench/pg/run.sh
-	$(GO) test -run '^$$' -bench 'DoNewKey|DoReplay|WakeLatency' -benchmem ./store/pgx/
+	$(GO) test -run '^$$' -bench 'DoNewKey|DoReplay|DoReadFirst|Floor' -benchmem -count 3 ./store/pgx/
+	$(GO) test -run '^$$' -bench 'WakeLatency' -benchtime 40x ./store/pgx/
+	$(GO) test -run '^$$' -bench 'SweepInstances' -benchtime 3x -count 3 ./store/pgx/
+
+## bench-pg-million: a sweep, a Due listing and a prune over a table of
+## 1,000,000 records, in batches of 100 and 1000 (the preload takes a minute)
+bench-pg-million:
+	$(GO) test -run '^$$' -bench 'Million' -benchtime 10x -timeout 30m ./store/pgx/

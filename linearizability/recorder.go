@@ -17,7 +17,8 @@ import (
 // visualization shows one row per client. It is safe for concurrent use.
 type Recorder struct {
 	inner   store.Store
-	applier store.Applier // inner's fast path, or nil
+	applier store.Applier     // inner's fast path, or nil
+	held    store.HeldApplier // inner's held fast path, or nil
 	now     func() int64
 
 	mu    sync.Mutex
@@ -35,6 +36,7 @@ func NewRecorder(s store.Store, now func() int64) *Recorder {
 	}
 	r := &Recorder{inner: s, now: now}
 	r.applier, _ = s.(store.Applier)
+	r.held, _ = s.(store.HeldApplier)
 	return r
 }
 
@@ -78,8 +80,9 @@ type RecordingStore struct {
 }
 
 var (
-	_ store.Store   = (*RecordingStore)(nil)
-	_ store.Applier = (*RecordingStore)(nil)
+	_ store.Store       = (*RecordingStore)(nil)
+	_ store.Applier     = (*RecordingStore)(nil)
+	_ store.HeldApplier = (*RecordingStore)(nil)
 )
 
 // EndingOf classifies a write's error: nil applied, ErrConflict did
@@ -176,6 +179,24 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 	} else {
 		err = c.applyLoop(ctx, &op, ev, p, a)
 	}
+	c.r.addLife(op)
+	return err
+}
+
+// ApplyHeld implements store.HeldApplier and records one LifecycleOperation,
+// as Apply does: over a store that is a HeldApplier, its ApplyHeld runs (so
+// that a driver's held path is exercised and checked, not hidden behind
+// Apply); otherwise the event is applied as Apply would.
+func (c *RecordingStore) ApplyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, a *store.Applied) error {
+	if c.r.held == nil {
+		return c.Apply(ctx, held.Scope, ev, p, a)
+	}
+	op := LifecycleOperation{Client: c.client, Scope: held.Scope, Event: ev}
+	op.Event.Response = ev.Response.Clone()
+	op.Call = c.r.now()
+	err := c.r.held.ApplyHeld(ctx, held, ev, p, a)
+	op.Return = c.r.now()
+	endApply(&op, ev, a, err)
 	c.r.addLife(op)
 	return err
 }

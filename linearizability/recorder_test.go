@@ -106,3 +106,52 @@ func TestRecorderClassifiesEndings(t *testing.T) {
 		t.Fatal(r)
 	}
 }
+
+// heldCounter counts the inner store's ApplyHeld calls.
+type heldCounter struct {
+	*memstore.Store
+	n int
+}
+
+func (h *heldCounter) ApplyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, out *store.Applied) error {
+	h.n++
+	return h.Store.ApplyHeld(ctx, held, ev, p, out)
+}
+
+// TestRecorderPassesApplyHeld: over a HeldApplier, store.ApplyHeld through a
+// client reaches the inner ApplyHeld and is recorded as one lifecycle
+// operation; over a store without one, it is applied (and recorded) as
+// Apply.
+func TestRecorderPassesApplyHeld(t *testing.T) {
+	ctx := context.Background()
+	p := core.DefaultPolicy()
+	counter := &heldCounter{Store: memstore.New(memstore.Options{})}
+	for _, c := range []struct {
+		name  string
+		inner store.Store
+		want  int // inner ApplyHeld calls
+	}{{"held applier", counter, 1}, {"plain store", store.HideApplier(memstore.New(memstore.Options{})), 0}} {
+		before := counter.n
+		rec := NewRecorder(c.inner, nil)
+		cl := rec.Client(1)
+		var a store.Applied
+		if err := store.Apply(ctx, cl, scopeX, core.Event{Kind: core.EventReserve, Fingerprint: core.Fingerprint{1}}, &p, &a); err != nil {
+			t.Fatal(err)
+		}
+		held := a.Record
+		if err := store.ApplyHeld(ctx, cl, &held, core.Event{Kind: core.EventComplete, Token: held.Token, Response: core.Response{StatusCode: 200}}, &p, &a); err != nil {
+			t.Fatal(err)
+		}
+		if got := counter.n - before; got != c.want {
+			t.Errorf("%s: inner ApplyHeld called %d times, want %d", c.name, got, c.want)
+		}
+		life := rec.LifecycleHistory()
+		if len(life) != 2 || life[1].Event.Kind != core.EventComplete || life[1].Ended != EndedOK ||
+			life[1].Record.Status != core.StatusCompleted || life[1].Scope != scopeX || life[1].Client != 1 {
+			t.Fatalf("%s: lifecycle history %+v, want the reserve then the completion", c.name, life)
+		}
+		if r := CheckLifecycleHistory(life, p, CheckOptions{}); !r.OK() {
+			t.Errorf("%s: %s", c.name, r)
+		}
+	}
+}

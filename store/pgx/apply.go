@@ -137,14 +137,26 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 	if !ok || t.tr.Write.Kind != core.WriteInsert {
 		return o.loop(ctx, scope, ev, p, out)
 	}
-	args := o.notifyArgs(t.w.args(make([]any, 0, 27), nil), &scope)
 	var (
 		inserted bool
 		now      time.Time
-		tok      int64
 		r        row
 	)
-	dest := r.dest(append(make([]any, 0, 19), &inserted, &now, &tok))
+	if o.s.opt.ReadFirst {
+		dest := r.dest(append(make([]any, 0, 17), &now))
+		err = o.run(ctx, func() error {
+			return o.q.QueryRow(ctx, o.s.sql.read, scope.Tenant, scope.Principal, scope.UseCase, scope.Key).Scan(dest...)
+		})
+		switch {
+		case err == nil:
+			return o.reserveExisting(ctx, scope, ev, p, now.UTC(), &r, out)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return classify(ctx, "reserve", err)
+		}
+		// absent: insert it (or read what a concurrent insert left)
+	}
+	args := t.w.args(make([]any, 0, 25), nil)
+	dest := r.dest(append(make([]any, 0, 18), &inserted, &now))
 	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve, args...).Scan(dest...) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent insert won after this statement's snapshot: the
@@ -155,17 +167,45 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 		return classify(ctx, "reserve", err)
 	}
 	now = now.UTC()
+	if inserted {
+		got := core.Record{Scope: scope}
+		if err := r.record(&got); err != nil {
+			return err
+		}
+		return checked(&absent, ev, p, now, got.Token, &got, out)
+	}
+	return o.reserveExisting(ctx, scope, ev, p, now, &r, out)
+}
+
+// reserveExisting steps a reserve over the existing record r, read at now
+// without a token.
+func (o ops) reserveExisting(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, now time.Time, r *row, out *store.Applied) error {
 	got := core.Record{Scope: scope}
 	if err := r.record(&got); err != nil {
 		return err
 	}
-	if inserted {
-		return checked(&absent, ev, p, now, core.Token(tok), &got, out)
+	// The record exists, and the statement took no token for it: step it
+	// with a stand-in token, fresh for this record only. When the core
+	// writes nothing (a replay, a key in flight, a mismatch), the token was
+	// never used and the answer stands. When it would write, the write must
+	// carry a token the sequence handed out: apply the event by load, step
+	// and write instead (two more round trips, for a retry after a failure
+	// or an expiry; never for a new key or a replay).
+	step := ev
+	step.Token, step.Now = got.Token+1, now
+	*out = store.Applied{Before: got.Status, Record: got, Now: now}
+	tr, err := core.Step(&out.Record, &step, p)
+	if err != nil {
+		if store.DriverBug(err) {
+			return fmt.Errorf("pgxstore: %v: %w", ev.Kind, err)
+		}
+		return err
 	}
-	// The record exists: step it as a load would have, with the clock and
-	// the fresh token of the same statement.
-	ev.Token = core.Token(tok)
-	return o.stepWrite(ctx, &got, ev, p, now, out)
+	out.Transition = tr
+	if tr.Write.Kind == core.WriteNone {
+		return nil
+	}
+	return o.loop(ctx, scope, ev, p, out)
 }
 
 func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, out *store.Applied) error {
@@ -181,7 +221,7 @@ func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p 
 		}
 		if err == nil && ok && t.tr.Write.Kind == core.WriteUpdate {
 			var got core.Record
-			now, written, err := o.update(ctx, &t.w, t.tr.Write.ExpectVersion, t.tr.Write.ExpectToken, &got)
+			now, written, err := o.update(ctx, &t.w, t.tr.Write.ExpectVersion, t.tr.Write.ExpectToken, &got, o.s.opt.unfencedCompletion)
 			if err != nil {
 				return err
 			}

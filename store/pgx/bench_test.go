@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -14,31 +15,30 @@ import (
 	"github.com/idemkit/idem/store"
 )
 
-// benchClients is the number of concurrent clients of the Do benchmarks,
-// as pgbench's -c: go test -bench Do -cpu 1 runs with GOMAXPROCS... so the
-// client count is set with b.SetParallelism over GOMAXPROCS instead.
+// benchGoroutines is how many goroutines RunParallel runs for a client
+// count (as pgbench's -c) under b.SetParallelism(max(1, clients/GOMAXPROCS)):
+// GOMAXPROCS times that, so 1 client is 2 goroutines on 2 cores, 4 and 16
+// are exact. The pool gets one connection per goroutine, as pgbench has one
+// per client (pgxpool's default, max(4, NumCPU), would queue 16 clients on
+// 4 connections).
+func benchGoroutines(clients int) int { return max(1, clients/gomaxprocs()) * gomaxprocs() }
+
 func benchKeyPrefix() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-func benchDo(b *testing.B, clients int, replay bool) {
-	db := newTestDB(b)
-	s := db.newStore(b, Options{})
-	ex, err := idem.New(s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	resp := idem.Response{StatusCode: 201, Body: []byte(`{"paymentId":"p_1","status":"created"}`)}
-	action := func(context.Context, idem.Attempt) (idem.Response, error) { return resp, nil }
+// benchClients runs one request per iteration from clients concurrent
+// clients (see benchGoroutines), each with a key of its own: a new key, or
+// for a replay one of 1000 keys first sent once each. do sends the request;
+// an error fails the benchmark.
+func benchClients(b *testing.B, clients int, replay bool, do func(key string, replay bool) error) {
 	prefix := benchKeyPrefix()
 	const preloaded = 1000
 	if replay {
 		for i := range preloaded {
-			req := idem.Request{Scope: core.Scope{Principal: "merchant", UseCase: "payments.create", Key: prefix + "-" + itoa(i) + "-replay-key"}, Fingerprint: testFP}
-			if _, err := ex.Do(ctx, req, action); err != nil {
+			if err := do(prefix+"-"+itoa(i)+"-replay-key", false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -54,9 +54,8 @@ func benchDo(b *testing.B, clients int, replay bool) {
 			if replay {
 				key = prefix + "-" + itoa(int(i%preloaded)) + "-replay-key"
 			}
-			r, err := ex.Do(ctx, idem.Request{Scope: core.Scope{Principal: "merchant", UseCase: "payments.create", Key: key}, Fingerprint: testFP}, action)
-			if err != nil || (replay && r.Kind != idem.ResultReplayed) || (!replay && r.Kind != idem.ResultExecuted) {
-				b.Errorf("Do: %+v %v", r, err)
+			if err := do(key, replay); err != nil {
+				b.Error(err)
 				return
 			}
 		}
@@ -65,12 +64,31 @@ func benchDo(b *testing.B, clients int, replay bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }
 
+func benchDo(b *testing.B, clients int, replay bool, o Options) {
+	db := newTestDBConns(b, int32(benchGoroutines(clients)))
+	s := db.newStore(b, o)
+	ex, err := idem.New(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	resp := idem.Response{StatusCode: 201, Body: []byte(`{"paymentId":"p_1","status":"created"}`)}
+	action := func(context.Context, idem.Attempt) (idem.Response, error) { return resp, nil }
+	benchClients(b, clients, replay, func(key string, replay bool) error {
+		r, err := ex.Do(ctx, idem.Request{Scope: core.Scope{Principal: "merchant", UseCase: "payments.create", Key: key}, Fingerprint: testFP}, action)
+		if err != nil || (replay && r.Kind != idem.ResultReplayed) || (!replay && r.Kind != idem.ResultExecuted) {
+			return fmt.Errorf("Do: %+v %v", r, err)
+		}
+		return nil
+	})
+}
+
 // BenchmarkDoNewKey is a new key through Executor.Do end to end (two round
 // trips), at 1, 4 and 16 clients; compare req/s with pgbench's
 // b_lifecycle_autocommit tx/s (make bench-pg runs both).
 func BenchmarkDoNewKey(b *testing.B) {
 	for _, c := range []int{1, 4, 16} {
-		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, false) })
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, false, Options{}) })
 	}
 }
 
@@ -78,7 +96,17 @@ func BenchmarkDoNewKey(b *testing.B) {
 // compare with pgbench's d_replay.
 func BenchmarkDoReplay(b *testing.B) {
 	for _, c := range []int{1, 4, 16} {
-		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, true) })
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchDo(b, c, true, Options{}) })
+	}
+}
+
+// BenchmarkDoReadFirst is a new key and a replay through Executor.Do over a
+// Store with Options.ReadFirst (a replay is a plain SELECT; a new key one
+// more round trip).
+func BenchmarkDoReadFirst(b *testing.B) {
+	for _, c := range []int{1, 4, 16} {
+		b.Run("new/clients="+itoa(c), func(b *testing.B) { benchDo(b, c, false, Options{ReadFirst: true}) })
+		b.Run("replay/clients="+itoa(c), func(b *testing.B) { benchDo(b, c, true, Options{ReadFirst: true}) })
 	}
 }
 
@@ -125,5 +153,79 @@ func BenchmarkWakeLatency(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
+	}
+}
+
+// benchFloor sends the driver's own two statements (the reserve, then the
+// fenced completion) or, for a replay, the reserve alone, straight through
+// pgx: no executor, no core, no checks. It is what the driver could reach
+// at best on this machine, beside pgbench's raw SQL on its narrower table.
+// plainSelect replays with a plain SELECT of the record by its key instead
+// (d_replay's statement on the driver's table): the floor of Go and pgx.
+func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
+	db := newTestDBConns(b, int32(benchGoroutines(clients)))
+	s := db.newStore(b, Options{})
+	selectSQL := `SELECT statement_timestamp(), ` + recordCols + ` FROM ` + s.n.qualified + ` WHERE ` + scopeMatch
+	ctx := context.Background()
+	p := core.DefaultPolicy()
+	// The reserve's template, as the driver computes it once per request.
+	var t template
+	if ok, err := newTemplate(&t, &core.Record{}, core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p); err != nil || !ok {
+		b.Fatal(ok, err)
+	}
+	benchClients(b, clients, replay, func(key string, replay bool) error {
+		w := t.w
+		rec := *w.rec
+		rec.Scope = core.Scope{Principal: "merchant", UseCase: "payments.create", Key: key}
+		w.rec = &rec
+		var (
+			ok  bool
+			now time.Time
+			r   row
+		)
+		var err error
+		if replay && plainSelect {
+			err = s.pool.QueryRow(ctx, selectSQL, rec.Scope.Tenant, rec.Scope.Principal, rec.Scope.UseCase, rec.Scope.Key).Scan(r.dest([]any{&now})...)
+		} else {
+			err = s.pool.QueryRow(ctx, s.sql.reserve, w.args(make([]any, 0, 25), nil)...).Scan(r.dest([]any{&ok, &now})...)
+		}
+		got := core.Record{Scope: rec.Scope}
+		if err == nil {
+			err = r.record(&got)
+		}
+		if err != nil || replay {
+			return err
+		}
+		done := got
+		done.Status, done.Version = core.StatusCompleted, got.Version+1
+		done.Response = core.Response{StatusCode: 201, Body: []byte(`{"paymentId":"p_1","status":"created"}`)}
+		w = literalWrite(&done)
+		args := append(w.args(make([]any, 0, 29), int64(done.Token)), s.n.channel, notifyPayload(&done.Scope), int64(got.Version), int64(got.Token))
+		if err := s.pool.QueryRow(ctx, s.sql.update, args...).Scan(r.dest([]any{&ok, &now})...); err != nil || !ok {
+			return fmt.Errorf("completion: written %v, %v", ok, err)
+		}
+		return nil
+	})
+}
+
+// BenchmarkFloorNewKey and BenchmarkFloorReplay: the driver's statements
+// alone (see benchFloor), at the Do benchmarks' client counts.
+func BenchmarkFloorNewKey(b *testing.B) {
+	for _, c := range []int{1, 4, 16} {
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, false, false) })
+	}
+}
+
+func BenchmarkFloorReplay(b *testing.B) {
+	for _, c := range []int{1, 4, 16} {
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, true, false) })
+	}
+}
+
+// BenchmarkFloorSelect replays with a plain SELECT by primary key (see
+// benchFloor): Go and pgx alone against pgbench's d_replay.
+func BenchmarkFloorSelect(b *testing.B) {
+	for _, c := range []int{1, 4, 16} {
+		b.Run("clients="+itoa(c), func(b *testing.B) { benchFloor(b, c, true, true) })
 	}
 }

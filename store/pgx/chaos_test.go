@@ -2,7 +2,9 @@ package pgxstore
 
 import (
 	"context"
+	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +14,9 @@ import (
 	"github.com/idemkit/idem/store/pgx/internal/chaos"
 )
 
-func chaosConfig(t *testing.T, o Options) chaos.Config {
+func chaosConfig(t *testing.T, o Options, faults time.Duration) chaos.Config {
 	newTestDB(t) // skips or fails (CI=true) without a server
-	return chaos.Config{DSN: dsn(), Clients: 16, Keys: 400, Faults: 4 * time.Second, Seed: uint64(time.Now().UnixNano()), Out: os.Stdout,
+	return chaos.Config{DSN: dsn(), Clients: 16, Keys: 400, Faults: faults, Seed: uint64(time.Now().UnixNano()), Out: os.Stdout,
 		NewStore: func(ctx context.Context, pool *pgxpool.Pool, schema string) (store.Store, func(), error) {
 			o.Schema = schema
 			if err := Migrate(ctx, pool, o); err != nil {
@@ -31,7 +33,7 @@ func chaosConfig(t *testing.T, o Options) chaos.Config {
 // TestChaosShort is make test's short chaos run (make chaos-pg is the long
 // one, with a server restart): every invariant must hold.
 func TestChaosShort(t *testing.T) {
-	cfg := chaosConfig(t, Options{DueClaim: time.Second})
+	cfg := chaosConfig(t, Options{DueClaim: time.Second}, 4*time.Second)
 	rep, err := chaos.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -39,5 +41,27 @@ func TestChaosShort(t *testing.T) {
 	rep.Print(os.Stdout, cfg)
 	if len(rep.Violations) > 0 {
 		t.Fatalf("%d violations (seed %d)", len(rep.Violations), cfg.Seed)
+	}
+}
+
+// TestChaosCatchesUnfencedCompletion proves the harness can fail: a driver
+// whose held path (the executor's completion of its attempt, through
+// ApplyHeld, which the Recorder passes through) ignores its precondition
+// must be reported. Completions after a heartbeat moved the record on are
+// then written over it from the stale held record, which the lifecycle
+// history check refuses; and a stale owner's write over a newer attempt
+// loses that attempt's completion.
+func TestChaosCatchesUnfencedCompletion(t *testing.T) {
+	cfg := chaosConfig(t, Options{DueClaim: time.Second, unfencedCompletion: true}, 2*time.Second)
+	cfg.Out = io.Discard
+	rep, err := chaos.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.Print(&b, cfg)
+	t.Log(b.String())
+	if len(rep.Violations) == 0 {
+		t.Fatalf("the planted unfenced completion was not caught (seed %d)", cfg.Seed)
 	}
 }

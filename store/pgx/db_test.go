@@ -45,6 +45,13 @@ type testDB struct {
 // skips with one loud line, except under CI=true, where it fails.
 func newTestDB(t testing.TB) *testDB {
 	t.Helper()
+	return newTestDBConns(t, 32)
+}
+
+// newTestDBConns is newTestDB with a pool of at most maxConns connections
+// (a benchmark gives each client one, as pgbench does).
+func newTestDBConns(t testing.TB, maxConns int32) *testDB {
+	t.Helper()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(dsn())
 	if err != nil {
@@ -52,7 +59,7 @@ func newTestDB(t testing.TB) *testDB {
 	}
 	trips := new(roundTrips)
 	cfg.ConnConfig.Tracer = trips
-	cfg.MaxConns = 32
+	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err == nil {
 		err = pool.Ping(ctx)

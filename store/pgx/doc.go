@@ -19,21 +19,54 @@
 //
 // # Round trips
 //
-// A new key costs two round trips end to end: the reserve is one statement
-// that inserts the record or reads the existing one (a replay is that one
-// statement), and the executor's completion of the attempt it holds is one
-// fenced UPDATE (store.HeldApplier). A lost race costs one more. Statements
+// A new key costs two round trips end to end: the reserve is one plain
+// statement that inserts the record or reads the existing one (a replay is
+// that one statement: a primary-key read, no lock, no sequence), and the
+// executor's completion of the attempt it holds is one fenced UPDATE
+// (store.HeldApplier). A lost race costs one more. A reserve that must
+// write over an existing record (a retry after a failure, a key reused
+// after expiry) loads it again for a fresh token: two more. Statements
 // compute the database's clock and the token in SQL; the driver then checks
 // the row it got back against core.Step, and reports any difference as a
 // driver bug.
+//
+// # Pool size
+//
+// Every request holds a pooled connection for each of its statements, and
+// pgxpool's default MaxConns is max(4, NumCPU): at more concurrent requests
+// than that, requests queue for a connection in the client, not in the
+// database. Size the pool to the requests a service runs at once (the
+// benchmarks use one connection per client, as pgbench does), within the
+// server's max_connections over all instances. Statements are fixed text
+// per table, so pgx prepares each once per connection and caches it.
+//
+// # Notifications
+//
+// Wait is woken by LISTEN/NOTIFY, but a write notifies only when a Wait
+// marked its row (a flag outside the record) since the row's last write:
+// PostgreSQL serialises the commits of all notifying transactions, so a
+// NOTIFY on every write would cap the database at one commit per WAL flush.
+// A Wait on an absent record, or whose notification was lost, is served by
+// its poll (Options.PollInterval).
+//
+// # Background work
+//
+// Due reads partial indexes, so a batch costs about the batch. With
+// Options.DueClaim several instances' sweepers and reconcilers work on
+// disjoint records. Store.Prune deletes tombstones past their retention in
+// bounded batches (one statement, rows held by others skipped, each deleted
+// row checked against core.Step before the commit), far cheaper than the
+// sweeper's delete of each; a service runs it in a loop beside its Sweeper.
+// Options.ReadFirst trades a round trip of each new key for a plain SELECT
+// on each replay.
 //
 // # Time and tokens
 //
 // Every lifecycle time is the database's statement_timestamp(), never the
 // host's. Fencing tokens come from one sequence per table, so they never
 // repeat for a scope, across deletes, pruning and instances. The sequence
-// has gaps: every Load and every reserve takes a value whether or not it is
-// used, and values taken by rolled-back statements are lost. Gaps are
+// has gaps: every Load and every reserve of a new key takes a value whether
+// or not it is used, and values taken by rolled-back statements are lost. Gaps are
 // harmless (tokens need only grow), but they mean tokens count loads, not
 // attempts. Never reset or recreate the sequence while clients may hold
 // tokens.

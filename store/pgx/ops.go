@@ -60,9 +60,11 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 		return fmt.Errorf("pgxstore: insert: no record: %w", core.ErrInvalidRecord)
 	}
 	w := literalWrite(rec)
-	args := o.notifyArgs(w.args(make([]any, 0, 27), int64(rec.Token)), &rec.Scope)
-	var one int
-	err := o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.insert, args...).Scan(&one) })
+	args := w.args(make([]any, 0, 25), int64(rec.Token))
+	err := o.run(ctx, func() error {
+		_, err := o.q.Exec(ctx, o.s.sql.insert, args...)
+		return err
+	})
 	return classify(ctx, "insert", err)
 }
 
@@ -70,10 +72,10 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 // statement's time and the row as written. When the precondition did not
 // hold, nothing was written, ok is false and got is the record as the
 // statement found it (absent if there is none).
-func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record) (now time.Time, ok bool, err error) {
+func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record, unfenced bool) (now time.Time, ok bool, err error) {
 	args := o.notifyArgs(w.args(make([]any, 0, 29), int64(w.rec.Token)), &w.rec.Scope)
 	sql := o.s.sql.update
-	if o.s.opt.unfencedCompletion {
+	if unfenced {
 		sql = o.s.sql.unfencedUpdate // the planted bug: no precondition
 	} else {
 		args = append(args, int64(expectVersion), int64(expectToken))
@@ -98,7 +100,7 @@ func (o ops) compareAndSet(ctx context.Context, rec *core.Record, expectVersion 
 	}
 	w := literalWrite(rec)
 	var got core.Record
-	_, ok, err := o.update(ctx, &w, expectVersion, expectToken, &got)
+	_, ok, err := o.update(ctx, &w, expectVersion, expectToken, &got, false)
 	if err != nil {
 		return err
 	}
@@ -109,10 +111,10 @@ func (o ops) compareAndSet(ctx context.Context, rec *core.Record, expectVersion 
 }
 
 func (o ops) delete(ctx context.Context, scope core.Scope, expectVersion uint64, expectToken core.Token) error {
-	var one int
+	var f bool
 	err := o.run(ctx, func() error {
 		return o.q.QueryRow(ctx, o.s.sql.delete, scope.Tenant, scope.Principal, scope.UseCase, scope.Key,
-			int64(expectVersion), int64(expectToken), o.s.n.channel, notifyPayload(&scope)).Scan(&one)
+			int64(expectVersion), int64(expectToken), o.s.n.channel, notifyPayload(&scope)).Scan(&f)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("pgxstore: delete %s: %w", scope, store.ErrConflict)
@@ -140,7 +142,7 @@ func (o ops) due(ctx context.Context, kind store.DueKind, limit int) ([]core.Rec
 		return nil, fmt.Errorf("pgxstore: due: %v is not a kind of due record", kind)
 	}
 	if claim {
-		args = append(args, pgtype.Interval{Microseconds: o.s.opt.DueClaim.Microseconds(), Valid: true})
+		args = append(args, pgtype.Interval{Microseconds: o.s.opt.DueClaim.Microseconds(), Valid: true}, o.s.instance)
 	}
 	var out []core.Record
 	err := o.run(ctx, func() error {
@@ -169,6 +171,20 @@ func (o ops) due(ctx context.Context, kind store.DueKind, limit int) ([]core.Rec
 		return nil, classify(ctx, "due", err)
 	}
 	return out, nil
+}
+
+// waitMark reports whether scope's record still has version and token,
+// and if so marks its row, so that the row's next write notifies.
+func (o ops) waitMark(ctx context.Context, scope core.Scope, version uint64, token core.Token) (unchanged bool, err error) {
+	err = o.q.QueryRow(ctx, o.s.sql.waitMark, scope.Tenant, scope.Principal, scope.UseCase, scope.Key,
+		int64(version), int64(token)).Scan(&unchanged)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, classify(ctx, "wait", err)
+	}
+	return unchanged, nil
 }
 
 // plain is the Store view of ops that store.Op drives: the load, step and

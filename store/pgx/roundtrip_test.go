@@ -71,6 +71,24 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatalf("%v %v", a.Transition.Decision.Kind, err)
 		}
 	})
+	rf := db.newStore(t, Options{Table: "read_first", ReadFirst: true})
+	exRF, err := idem.New(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqRF := idem.Request{Scope: testScope("rt-read-first"), Fingerprint: testFP}
+	count("ReadFirst: new key (read 1 + reserve 1 + completion 1)", 3, func() {
+		r, err := exRF.Do(ctx, reqRF, action)
+		if err != nil || r.Kind != idem.ResultExecuted || !r.Recorded {
+			t.Fatalf("Do: %+v, %v", r, err)
+		}
+	})
+	count("ReadFirst: replay of a completed key (one plain read)", 1, func() {
+		r, err := exRF.Do(ctx, reqRF, action)
+		if err != nil || r.Kind != idem.ResultReplayed || !r.Response.Equal(resp) {
+			t.Fatalf("replay: %+v, %v", r, err)
+		}
+	})
 	count("a stale completion (refused, nothing to write)", 1, func() {
 		stale := held
 		stale.Version = 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -31,19 +32,37 @@ type Options struct {
 	PollInterval time.Duration
 	// DueClaim, when positive, makes Due claim what it lists for that long:
 	// another Store's Due (another instance's sweeper or reconciler) skips
-	// those records until then, so that N workers work on disjoint records.
-	// The claim is a hint like Due itself (the worker loads and steps each
-	// record again), never part of the record: it bumps no version and wakes
-	// no waiter. Zero lists without claiming: two workers may then pick the
-	// same records, which is correct (each step is a compare-and-set) but
-	// wasted work.
+	// those records until then, so that N instances work on disjoint
+	// records. Each Store is one instance: its own Due still lists what it
+	// claimed (a record it has not handled yet comes back, as without a
+	// claim), and rows another transaction holds are skipped (FOR UPDATE
+	// SKIP LOCKED). The claim is a hint like Due itself (the worker loads and
+	// steps each record again), never part of the record: it bumps no version
+	// and wakes no waiter, and a claimed record whose worker died is listed
+	// again once the claim ends. Zero (the default) lists without claiming:
+	// two instances may then pick the same records, which is correct (each
+	// step is a compare-and-set) but wasted work. Set it (a few seconds:
+	// longer than a batch takes) when more than one instance runs a sweeper
+	// or a reconciler; give each worker of one process its own Store if they
+	// must not overlap either.
 	DueClaim time.Duration
+	// ReadFirst makes a reserve read the record with a plain SELECT by its
+	// key first, and send the insert-or-read statement only when there is
+	// none. A replay (or a key in flight) is then the cheapest statement
+	// PostgreSQL has, which on a small machine about doubles replays per
+	// second over the insert-or-read (see BENCHMARKS.md), while a new key
+	// costs one more round trip (three end to end instead of two). For
+	// services whose traffic is mostly retries; off by default.
+	ReadFirst bool
 	// SerializationRetries is how many times a statement that failed with a
 	// serialization failure (40001) or a deadlock (40P01), and so changed
 	// nothing, is sent again before the error is returned. 3 if zero.
 	SerializationRetries int
 	// unfencedCompletion plants a bug for the chaos harness's self-test:
-	// the held completion ignores the precondition. Never set outside tests.
+	// the held path (ApplyHeld: the executor's completion, failure or mark
+	// unknown of its attempt) writes the core's step of the held record
+	// without its precondition, over whatever the row has become (a
+	// heartbeat's version, another attempt). Never set outside tests.
 	unfencedCompletion bool
 }
 
@@ -98,6 +117,9 @@ type Store struct {
 	sql    statements
 	listen *listener
 	closed sync.Once
+	// instance tells this Store's Due claims from other instances' (see
+	// Options.DueClaim): random, so that two processes never share one.
+	instance int64
 }
 
 var (
@@ -134,7 +156,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
 	case v > SchemaVersion:
 		return nil, fmt.Errorf("pgxstore: table %s is at schema version %d, newer than this package's %d: upgrade github.com/idemkit/idem", n.qualified, v, SchemaVersion)
 	}
-	s := &Store{pool: pool, n: n, opt: o, sql: newStatements(n)}
+	s := &Store{pool: pool, n: n, opt: o, sql: newStatements(n), instance: int64(rand.Uint64() >> 1)}
 	if o.PollInterval > 0 {
 		s.listen = newListener(pool, n.channel)
 	}

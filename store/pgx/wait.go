@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 // Reconnection backoff of the listening connection: doubled after each
@@ -155,6 +156,13 @@ func jitter(d time.Duration) time.Duration {
 // it; a jittered poll (Options.PollInterval) backs that up, so that a lost
 // notification (a reconnection, a missed LISTEN) only delays it. It returns
 // nil when the record changed (or spuriously), ctx.Err() when ctx ends.
+//
+// Writes notify only when a waiter may care: each of Wait's reads marks the
+// row (a flag outside the record: no version bump), and the next write to a
+// marked row notifies and clears the mark, in the same statement. A write
+// nobody waits for sends no NOTIFY (see notifyIfWaited for why that
+// matters). A Wait on an absent record has no row to mark: the insert that
+// creates it does not notify, and the poll finds it.
 func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, token core.Token) error {
 	var wake chan struct{}
 	if s.listen != nil {
@@ -168,25 +176,35 @@ func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, toke
 	}
 	o := s.ops()
 	for {
-		// Registered first, then loaded: a write between the two still wakes us.
-		snap, err := o.load(ctx, scope)
+		// Registered first, then read and marked: a write after the mark
+		// notifies, and one before it is seen. An absent record has no row
+		// to mark: it is read, and the poll finds its insert.
+		var unchanged bool
+		var err error
+		if version == 0 && token == 0 {
+			var snap store.Snapshot
+			snap, err = o.load(ctx, scope)
+			unchanged = snap.Record.Version == 0 && snap.Record.Token == 0
+		} else {
+			unchanged, err = o.waitMark(ctx, scope, version, token)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			// The store failed: wait out one interval rather than spin; the
 			// caller loads again (and fails closed) either way.
-		} else if snap.Record.Version != version || snap.Record.Token != token {
+		} else if !unchanged {
 			return nil
 		}
-		t := time.NewTimer(jitter(interval))
+		timer := time.NewTimer(jitter(interval))
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			timer.Stop()
 			return ctx.Err()
 		case <-wake:
-			t.Stop()
-		case <-t.C:
+			timer.Stop()
+		case <-timer.C:
 		}
 	}
 }
