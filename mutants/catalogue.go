@@ -124,11 +124,10 @@ var Catalogue = []Mutant{
 	},
 	{
 		ID: "core-fresh-token-equal-accepted", File: "core/step.go",
-		Old:        "\tif rec.Exists() && t <= rec.Token {",
-		New:        "\tif rec.Exists() && t < rec.Token {",
-		Desc:       "Reserve accepts a \"fresh\" token equal to the record's",
-		Breaks:     "§4 tokens never reused; §6.8 bad input is an error",
-		Equivalent: "a store's fresh token is always above every token it gave before, so t == rec.Token cannot reach Step from a correct driver; only a core unit test feeding the token by hand can tell",
+		Old:    "\tif rec.Exists() && t <= rec.Token {",
+		New:    "\tif rec.Exists() && t < rec.Token {",
+		Desc:   "Reserve accepts a \"fresh\" token equal to the record's",
+		Breaks: "§4 tokens never reused; §6.8 bad input is an error (only a driver that repeats a token reaches it: no correct store can, so only a unit test sees it)",
 	},
 	// ---- core: owner events --------------------------------------------
 	{
