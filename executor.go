@@ -120,11 +120,12 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 		return Result{}, err
 	}
 	applyCtx := ctx
-	a := appliedPool.Get().(*store.Applied) // one for every event of the flow
-	defer putApplied(a)
+	scratch := scratchPool.Get().(*doScratch)
+	defer putScratch(scratch)
+	a := &scratch.applied
 	var panicked *PanicError
 	var oc *outcomeCtx
-	var held core.Record // the attempt's record, from its reserve (store.ApplyHeld)
+	held := &scratch.held // the attempt's record, from its reserve (store.ApplyHeld)
 	defer func() {
 		if oc != nil {
 			oc.release()
@@ -141,7 +142,7 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 				// The outcome of the attempt this Do holds: a store that can
 				// write over the held record without loading it first (a
 				// database: one round trip instead of two) is told which.
-				err = store.ApplyHeld(applyCtx, e.store, &held, f.event, &e.policy, a)
+				err = store.ApplyHeld(applyCtx, e.store, held, f.event, &e.policy, a)
 			} else {
 				err = store.Apply(applyCtx, e.store, req.Scope, f.event, &e.policy, a)
 			}
@@ -150,7 +151,7 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 			}
 			f.ApplyDone(a, err)
 		case EffectRun:
-			held = a.Record // what the reserve that decided Execute left
+			*held = a.Record // what the reserve that decided Execute left
 			resp, err := e.run(ctx, f.attempt, action)
 			if p, ok := err.(*PanicError); ok {
 				panicked = p
@@ -175,15 +176,22 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 
 var errNilAction = errors.New("nil action")
 
-// appliedPool keeps the Applied each Do fills event after event: 400 bytes
-// that a flow would otherwise allocate, or copy at every event.
-var appliedPool = sync.Pool{New: func() any { return new(store.Applied) }}
+// doScratch is what a Do fills as it goes, kept in a pool: the Applied of
+// every event (400 bytes a flow would otherwise allocate, or copy at every
+// event) and the attempt's record from its reserve (store.ApplyHeld), both
+// handed to the store, so that on Do's stack they would escape to the heap.
+type doScratch struct {
+	applied store.Applied
+	held    core.Record
+}
 
-// putApplied returns a to the pool holding nothing: a pooled Applied must not
+var scratchPool = sync.Pool{New: func() any { return new(doScratch) }}
+
+// putScratch returns s to the pool holding nothing: a pooled record must not
 // keep a response alive.
-func putApplied(a *store.Applied) {
-	*a = store.Applied{}
-	appliedPool.Put(a)
+func putScratch(s *doScratch) {
+	*s = doScratch{}
+	scratchPool.Put(s)
 }
 
 // wait blocks for an EffectWait. It fails only when the caller gave up: the

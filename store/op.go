@@ -22,7 +22,7 @@ type Op struct {
 	policy *core.Policy
 	scope  core.Scope
 	event  core.Event
-	step   core.StepFunc // core.Step, or a Stepper's (UseStep)
+	step   core.StepFunc // nil: core.Step; else a Stepper's (UseStep)
 
 	next      Method
 	applied   Applied
@@ -41,7 +41,7 @@ func NewOp(scope core.Scope, ev core.Event, p *core.Policy) *Op {
 // Reset makes o a new Op for ev, as NewOp does, so that a host applying many
 // events can reuse one Op instead of allocating each.
 func (o *Op) Reset(scope core.Scope, ev core.Event, p *core.Policy) {
-	*o = Op{policy: p, scope: scope, event: ev, next: MethodLoad, step: core.Step}
+	*o = Op{policy: p, scope: scope, event: ev, next: MethodLoad}
 }
 
 // UseStep makes o step its event through step instead of core.Step (after
@@ -111,7 +111,14 @@ func (o *Op) loaded(snap *Snapshot) {
 	}
 	o.applied = Applied{Before: snap.Record.Status, Record: snap.Record, Now: snap.Now}
 	o.applied.Record.Scope = o.scope
-	res, err := o.step(&o.applied.Record, &ev, o.policy)
+	var res core.Transition
+	var err error
+	if o.step == nil {
+		res, err = core.Step(&o.applied.Record, &ev, o.policy)
+	} else {
+		evc := ev // a copy, which escapes only when another build runs
+		res, err = o.step(&o.applied.Record, &evc, o.policy)
+	}
 	if err != nil {
 		if DriverBug(err) {
 			o.finish(&Error{Method: MethodLoad, Err: err})
@@ -148,15 +155,7 @@ func (o *Op) finish(err error) {
 // from what it returns.
 func Apply(ctx context.Context, s Store, scope core.Scope, ev core.Event, p *core.Policy, out *Applied) error {
 	if a, ok := s.(Applier); ok {
-		err := a.Apply(ctx, scope, ev, p, out)
-		if err == nil {
-			return nil
-		}
-		if !Refused(err) {
-			err = &Error{Method: MethodApply, Err: err}
-		}
-		*out = Applied{}
-		return err
+		return applierErr(a.Apply(ctx, scope, ev, p, out), out)
 	}
 	var op Op
 	op.Reset(scope, ev, p)
@@ -171,4 +170,18 @@ func Apply(ctx context.Context, s Store, scope core.Scope, ev core.Event, p *cor
 	}
 	*out = *a
 	return nil
+}
+
+// applierErr is what Apply and ApplyHeld return for err, the error of a
+// store's own Apply: nil, the core's refusal as is, or a store failure as an
+// *Error; on an error *out is cleared.
+func applierErr(err error, out *Applied) error {
+	if err == nil {
+		return nil
+	}
+	if !Refused(err) {
+		err = &Error{Method: MethodApply, Err: err}
+	}
+	*out = Applied{}
+	return err
 }

@@ -70,23 +70,23 @@ func (l layeredApplier) Apply(ctx context.Context, scope core.Scope, ev core.Eve
 	return l.apply(ctx, scope, ev, p, out)
 }
 
-// Stepper is an optional interface of a Store that runs another build of
+// Stepper is an optional interface of a Store that may run another build of
 // the core than the one linked in (the core compiled to wasm, say). Apply
-// and Op step every event through the Stepper found on s or the stores it
-// wraps (Unwrap), and through core.Step when there is none. It changes no
-// decision: every build of the core decides alike.
+// and Op step every event through the StepFunc found on s or the stores it
+// wraps (Unwrap); nil, or no Stepper, is the linked core.Step. It changes
+// no decision: every build of the core decides alike.
 type Stepper interface {
-	Step(rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error)
+	StepFunc() core.StepFunc
 }
 
-// stepOf is the step function of s: its own Stepper's, the first one found
-// down the stores it wraps, or core.Step.
+// stepOf is the step function of s: the first Stepper's found down the
+// stores it wraps, or nil for core.Step.
 func stepOf(s Store) core.StepFunc {
 	for s != nil {
 		if st, ok := s.(Stepper); ok {
-			return st.Step
+			return st.StepFunc()
 		}
 		s = Unwrap(s)
 	}
-	return core.Step
+	return nil
 }

@@ -75,9 +75,6 @@ func New(o Options) *Store {
 	}
 	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed(), deterministic: o.Deterministic,
 		clock: o.Clock, recordsMax: int64(o.RecordsMax), step: o.Step}
-	if s.step == nil {
-		s.step = core.Step
-	}
 	if s.clock == nil {
 		// Wall time carried forward by the monotonic clock: it never steps
 		// back (leases stay sound if the system clock is set back), and it
@@ -298,7 +295,14 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	if ev.Kind == core.EventReserve {
 		ev.Token = fresh
 	}
-	res, err := s.step(&a.Record, &ev, p)
+	var res core.Transition
+	var err error
+	if s.step == nil {
+		res, err = core.Step(&a.Record, &ev, p)
+	} else {
+		evc := ev // a copy, which escapes only when another build runs
+		res, err = s.step(&a.Record, &evc, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -318,10 +322,10 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	return nil
 }
 
-// Step implements store.Stepper: the build of the core the store runs.
-func (s *Store) Step(rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error) {
-	return s.step(rec, ev, p)
-}
+// StepFunc implements store.Stepper: the build of the core the store runs,
+// nil for the linked core.Step (called directly, so that an event handed to
+// a function value does not cost every Apply an allocation).
+func (s *Store) StepFunc() core.StepFunc { return s.step }
 
 // ApplyHeld implements store.HeldApplier. Apply already loads, steps and
 // writes under one lock, so the held record saves nothing here: it is the
