@@ -175,7 +175,7 @@ func (c *RecordingStore) Apply(ctx context.Context, scope core.Scope, ev core.Ev
 	if c.r.applier != nil {
 		err = c.r.applier.Apply(ctx, scope, ev, p, a)
 		op.Return = c.r.now()
-		endApply(&op, ev, a, err)
+		op.SetApplied(ev, a, err)
 	} else {
 		err = c.applyLoop(ctx, &op, ev, p, a)
 	}
@@ -196,13 +196,16 @@ func (c *RecordingStore) ApplyHeld(ctx context.Context, held *core.Record, ev co
 	op.Call = c.r.now()
 	err := c.r.held.ApplyHeld(ctx, held, ev, p, a)
 	op.Return = c.r.now()
-	endApply(&op, ev, a, err)
+	op.SetApplied(ev, a, err)
 	c.r.addLife(op)
 	return err
 }
 
-// endApply fills op from how the inner store's Apply ended.
-func endApply(op *LifecycleOperation, ev core.Event, a *store.Applied, err error) {
+// SetApplied fills op from how an Apply of ev ended: what it did (a), or
+// its error err (the core's refusal: nothing written; any other: the
+// effect is unknown). A host that records Applies itself (the simulator)
+// builds its operations with it, as the Recorder does.
+func (op *LifecycleOperation) SetApplied(ev core.Event, a *store.Applied, err error) {
 	switch {
 	case err == nil:
 		op.Ended = EndedOK

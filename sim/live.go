@@ -36,16 +36,13 @@ func RunLive(cfg Config) (*Report, error) {
 	return &l.w.report, nil
 }
 
-// scaled is c with its durations divided by k.
+// scaled is c with the world's durations divided by k; the lifecycle
+// policy's are divided once the seed has drawn it (scaledPolicy).
 func (c Config) scaled(k time.Duration) Config {
 	d := func(v *time.Duration) { *v /= k }
 	for _, v := range []*time.Duration{&c.Arrival, &c.NetLatencyMin, &c.NetLatencyMax, &c.StoreLatencyMin, &c.StoreLatencyMax,
 		&c.GatewayLatencyMin, &c.GatewayLatencyMax, &c.GatewayTimeout, &c.ClientTimeout, &c.ClientBackoffBase, &c.ClientBackoffCap,
 		&c.ReconcileEvery, &c.SweepEvery} {
-		d(v)
-	}
-	p := &c.Lifecycle
-	for _, v := range []*time.Duration{&p.LeaseDuration, &p.InFlightWait, &p.RetryAfter, &p.ReconcileBackoffBase, &p.ReconcileBackoffCap} {
 		d(v)
 	}
 	return c
@@ -68,10 +65,8 @@ type live struct {
 func newLive(cfg Config) *live {
 	l := &live{start: time.Now()}
 	w := newWorld(cfg, false)
-	if cfg.DrawLifecycle {
-		w.policy = scaledPolicy(w.policy, LiveScale)
-		w.cfg.Lifecycle, w.report.Config.Lifecycle = w.policy, w.policy
-	}
+	w.policy = scaledPolicy(w.policy, LiveScale)
+	w.cfg.Lifecycle, w.report.Config.Lifecycle = w.policy, w.policy
 	w.mem = memstore.New(memstore.Options{Clock: l.now, Shards: 8})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	l.w = w
@@ -85,7 +80,7 @@ func newLive(cfg Config) *live {
 	return l
 }
 
-// scaledPolicy is a drawn policy with its times divided by k.
+// scaledPolicy is p with its times divided by k (at least a millisecond).
 func scaledPolicy(p core.Policy, k time.Duration) core.Policy {
 	for _, v := range []*time.Duration{&p.LeaseDuration, &p.InFlightWait, &p.RetryAfter, &p.ReconcileBackoffBase, &p.ReconcileBackoffCap, &p.TTL, &p.TombstoneRetention} {
 		*v = max(*v/k, time.Millisecond)

@@ -165,6 +165,7 @@ type opRun struct {
 	ev      core.Event
 	meta    opMeta
 	st      store.Store // the store as this caller sees it (meta names it)
+	fast    bool        // st is an Applier: one call, Apply
 }
 
 // Kinds of serverCall events.
@@ -199,8 +200,9 @@ func (c *serverCall) handle(kind uint8) {
 func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event) {
 	if r.st == nil {
 		r.st = w.storeView(w.store.view(&r.meta))
+		_, r.fast = r.st.(store.Applier)
 	}
-	if _, fast := r.st.(store.Applier); fast {
+	if r.fast {
 		r.ev, r.done, r.err = ev, false, nil
 	} else {
 		r.op.Reset(w.scopes[meta.scope], ev, &w.policy)
@@ -214,7 +216,7 @@ func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.
 func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
 	lat := w.storeLatency()
 	r.meta.returnAt = w.now + lat
-	if _, fast := r.st.(store.Applier); fast {
+	if r.fast {
 		r.err = store.Apply(context.Background(), r.st, w.scopes[r.meta.scope], r.ev, &w.policy, &r.applied)
 		r.done = true
 	} else {
@@ -225,7 +227,7 @@ func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
 
 // result is r's outcome once it is over (ok false: a store call is still to make).
 func (r *opRun) result() (a *store.Applied, err error, ok bool) {
-	if _, fast := r.st.(store.Applier); fast {
+	if r.fast {
 		return &r.applied, r.err, r.done
 	}
 	a, err = r.op.Result()

@@ -157,20 +157,12 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			w.lifeHistory(c.meta, op)
 			return errStoreDown
 		}
-		if err := next(ctx, scope, ev, p, out); err != nil {
-			op.Ended = linearizability.EndedFailed // the core refused: nothing was written
+		err := next(ctx, scope, ev, p, out) // the memory store's errors are the core's: nothing written
+		op.SetApplied(ev, out, err)
+		if err != nil {
 			w.lifeHistory(c.meta, op)
 			return err
 		}
-		op.Ended = linearizability.EndedOK
-		op.Event.Now = out.Now
-		if ev.Kind == core.EventReserve {
-			op.Event.Token = 0
-			if out.Transition.Decision.Kind == core.DecisionExecute {
-				op.Event.Token = out.Transition.Decision.Token
-			}
-		}
-		op.Before, op.Transition, op.Record = out.Before, out.Transition, out.Record
 		if out.Transition.Write.Kind != core.WriteNone {
 			w.applied(c.meta, &out.Record, out.Transition.Write.Kind, out.Transition.Write.ExpectToken)
 			if w.fault(FaultStoreErrorAfter, w.rng.store) {

@@ -33,13 +33,5 @@ func ApplyHeld(ctx context.Context, s Store, held *core.Record, ev core.Event, p
 	if !ok {
 		return Apply(ctx, s, held.Scope, ev, p, out)
 	}
-	err := h.ApplyHeld(ctx, held, ev, p, out)
-	if err == nil {
-		return nil
-	}
-	if !Refused(err) {
-		err = &Error{Method: MethodApply, Err: err}
-	}
-	*out = Applied{}
-	return err
+	return applierErr(h.ApplyHeld(ctx, held, ev, p, out), out)
 }
