@@ -100,9 +100,14 @@ func (f *Flow) init(p *Policy, m Metrics, req *Request) error {
 	if err := req.Validate(p); err != nil {
 		return err
 	}
+	f.start(p, m, req)
+	return nil
+}
+
+// start is init for a request already validated.
+func (f *Flow) start(p *Policy, m Metrics, req *Request) {
 	f.policy, f.metrics, f.req = p, m, *req
 	f.event.Kind, f.event.Fingerprint = core.EventReserve, req.Fingerprint
-	return nil
 }
 
 // nextKind is Next().Kind, without building the Effect.
@@ -170,7 +175,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		f.attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: f.policy, metrics: f.metrics,
 			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
 	case core.DecisionReplay:
-		f.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Token: a.Record.Token, Recorded: true}, nil)
+		f.done(replayed(a), nil)
 	case core.DecisionMismatch:
 		f.done(Result{}, newError(ErrKeyMisuse, nil, 0))
 	case core.DecisionReconciling:
@@ -180,6 +185,11 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 	default:
 		f.done(Result{}, fmt.Errorf("idem: reserve answered %v", d.Kind))
 	}
+}
+
+// replayed is the answer of a reserve the core decided Replay for.
+func replayed(a *store.Applied) Result {
+	return Result{Kind: ResultReplayed, Response: a.Record.Response, Token: a.Record.Token, Recorded: true}
 }
 
 func (f *Flow) inFlight(a *store.Applied, d core.Decision) {

@@ -110,21 +110,41 @@ func (s Scope) String() string {
 // 0x7E, eight bytes at a time: every request's scope goes through it, and a
 // byte at a time it was a fifth of a replay's cost in the executor.
 func printable(s string) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		below := (x - ones*0x20) &^ x & highs         // some byte < 0x20
-		above := ((x + ones*(0x7f-0x7e)) | x) & highs // some byte > 0x7e
-		if below|above != 0 {
-			return false
+	n := len(s)
+	switch {
+	case n >= 8:
+		for i := 0; i+8 <= n; i += 8 {
+			if !printableWord(load8(s[i:])) {
+				return false
+			}
 		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e {
-			return false
-		}
+		return printableWord(load8(s[n-8:])) // the tail, overlapping the last word
+	case n >= 4:
+		// Two overlapping halves cover every byte of 4 to 7.
+		return printableWord(load4(s) | load4(s[n-4:])<<32)
+	case n > 0:
+		// The first, middle and last bytes cover every byte of 1 to 3;
+		// the word's other bytes are a printable 'A'.
+		return printableWord(uint64(s[0]) | uint64(s[n>>1])<<8 | uint64(s[n-1])<<16 | 0x4141414141<<24)
 	}
 	return true
+}
+
+// printableWord reports whether every byte of x is 0x20 to 0x7E.
+func printableWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := (x - ones*0x20) &^ x & highs         // some byte < 0x20
+	above := ((x + ones*(0x7f-0x7e)) | x) & highs // some byte > 0x7e
+	return below|above == 0
+}
+
+// load8 and load4 read s's first 8 and 4 bytes little-endian (one load each
+// once compiled).
+func load8(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+func load4(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
 }
