@@ -69,15 +69,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
 		return
 	}
-	req := idem.Request{Scope: scope}
+	var bodyFP idem.Fingerprint
 	if ct := r.Header.Get("Content-Type"); isJSON(ct) {
-		if req.Fingerprint, err = c.spec.Of(body); err != nil {
+		if bodyFP, err = c.spec.Of(body); err != nil {
 			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
 			return
 		}
 	} else {
-		req.Fingerprint = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
+		bodyFP = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
 	}
+	req := idem.Request{Scope: scope, Fingerprint: requestFingerprint(bodyFP, r.Method, r.URL.RequestURI())}
 	// The handler reads the same bytes, as if the middleware were not there.
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 
