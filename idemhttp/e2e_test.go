@@ -435,6 +435,7 @@ func e2eStoreDownIs503AndHandlerNeverRuns(t *testing.T, b backend) {
 		if a.status != http.StatusCreated || a.header.Get(idemhttp.ReplayedHeader) != "" || w.executions.Load() != 1 {
 			t.Fatalf("after the store is back: %d %s, %d executions", a.status, a.body, w.executions.Load())
 		}
+		t.Logf("back up: executed after %d refusals", attempt)
 		break
 	}
 }

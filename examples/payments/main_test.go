@@ -188,7 +188,7 @@ func TestMain(m *testing.M) {
 // and that the server, the sweeper and the reconciler stop and the process
 // exits 0.
 func TestSIGINTStopsCleanly(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-gateway-delay", "1s", "-worker-interval", "20ms")
+	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-gateway-delay", "2s", "-worker-interval", "20ms")
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -240,7 +240,7 @@ func TestSIGINTStopsCleanly(t *testing.T) {
 		r, err := s.tryPay("alice", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`)
 		paid <- answer{r, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the charge takes 1 s: it is under way
+	time.Sleep(500 * time.Millisecond) // the charge takes 2 s: it is under way
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
