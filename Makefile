@@ -40,7 +40,8 @@ bench:
 
 ## bench-http: idemhttp against the bare handler, 1 KB JSON body, memory
 ## store, in one run: in process (httptest) and over 127.0.0.1 with a Go
-## load loop (req/s); no load tool to install (see BENCHMARKS.md)
+## load loop (req/s); no load tool to install. The interleaved benchmark
+## prints the ratios the targets are about (see BENCHMARKS.md)
 bench-http:
 	$(GO) test -run '^$$' -bench 'InProcess|Loopback/' -benchmem -count $(BENCHCOUNT) ./idemhttp/
 	$(GO) test -run '^$$' -bench 'LoopbackInterleaved' -benchtime 10x -count 3 ./idemhttp/

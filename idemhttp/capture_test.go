@@ -3,8 +3,10 @@ package idemhttp_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,40 @@ func TestUnprotectedMethodPassesThrough(t *testing.T) {
 	}
 	if runs != 2 {
 		t.Fatalf("%d runs, want 2", runs)
+	}
+}
+
+// TestHandlerMayKeepItsRequest: what the middleware recycles between
+// requests (the attempt, the body's buffer) is never what a handler that
+// ran can still hold: a request kept past the handler's return still reads
+// its own body and names its own attempt while other requests (replays,
+// refusals, new keys) come and go.
+func TestHandlerMayKeepItsRequest(t *testing.T) {
+	var kept *http.Request
+	h := protectInProcess(t, idem.NopMetrics{}, func(w http.ResponseWriter, r *http.Request) {
+		if kept == nil {
+			kept = r // read later, as a goroutine the handler started might
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	post := func(key, body string) {
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(idemhttp.DefaultKeyHeader, key)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	const first = `{"first":"body, the one the kept request must still read"}`
+	post(key1, first)
+	for i := range 50 {
+		post(key1, first)                                    // replays
+		post(key1, `{"other":"payload`+strconv.Itoa(i)+`"}`) // 422
+		post(key1[:30]+strconv.Itoa(100000+i), `{"new":"key, another run, another body xxxxxxxx"}`)
+	}
+	at, ok := idemhttp.AttemptOf(kept)
+	if !ok || at.Scope.Key != key1 {
+		t.Fatalf("the kept request's attempt: %+v %v, want key %s", at, ok, key1)
+	}
+	if b, err := io.ReadAll(kept.Body); err != nil || string(b) != first {
+		t.Fatalf("the kept request's body: %q %v, want %q", b, err, first)
 	}
 }

@@ -19,9 +19,11 @@
 // malformed: keys are 16 to 255 bytes of printable ASCII, see
 // core.ValidateKey), the principal (401 without one) and the tenant, then
 // the body, once, up to the route's limit (413). It fingerprints the body (a
-// fingerprint.Spec for JSON; the media type and the raw bytes otherwise) and
-// hands the handler the same bytes. The handler then runs at most once per
-// (tenant, principal, use case, key):
+// fingerprint.Spec for JSON; the media type and the raw bytes otherwise),
+// with the method and the request target (so that one key sent to two
+// paths of a pattern is two requests), and hands the handler the same
+// bytes. The handler then runs at most once per (tenant, principal, use
+// case, key):
 //
 //   - the first request runs it and gets its response;
 //   - a retry after it finished gets the stored status, body byte for byte,

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,39 +22,32 @@ import (
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/fingerprint"
 	"github.com/idemkit/idem/idemhttp"
-	"github.com/idemkit/idem/store"
-	memstore "github.com/idemkit/idem/store/mem"
 )
 
-// flakyStore is the memory store that fails every call while down is set.
-type flakyStore struct {
-	store.Store
-	down atomic.Bool
-}
-
-var errStoreDown = errors.New("store down (test)")
-
-func (s *flakyStore) Load(ctx context.Context, sc core.Scope) (store.Snapshot, error) {
-	if s.down.Load() {
-		return store.Snapshot{}, errStoreDown
-	}
-	return s.Store.Load(ctx, sc)
-}
-
-// world is one real http.Server on 127.0.0.1 with a protected POST
-// /payments, and the client that talks to it.
+// world is one real http.Server on 127.0.0.1 over one store (a backend),
+// and the client that talks to it. Its routes, each under the middleware:
+//
+//	POST /payments               the payment route
+//	POST /accounts/{id}/payments a path pattern
+//	/accounts/{id}               every method: the middleware picks POST and PATCH
+//
+// and GET /stream, a streaming route without it.
 type world struct {
 	t         *testing.T
 	ex        *idem.Executor
-	store     *flakyStore
+	setDown   func(bool) // the store's outage switch
 	metrics   *idem.MemMetrics
 	url       string
 	client    *http.Client
 	serverLog *syncBuffer
 
 	executions atomic.Int64
-	// behave decides what the handler does; the default answers 201.
+	// behave decides what the handler does; the default answers 201 with
+	// the request's path value, method and body echoed.
 	behave func(w http.ResponseWriter, r *http.Request, n int64)
+
+	mu       sync.Mutex
+	finished []int // the status each request was answered with, as it finished
 }
 
 type syncBuffer struct {
@@ -85,15 +79,16 @@ func principalOf(r *http.Request) (string, error) {
 	return "", errors.New("no X-Principal")
 }
 
-func newWorld(t *testing.T, o worldOptions) *world {
+func newWorld(t *testing.T, b backend, o worldOptions) *world {
 	t.Helper()
 	w := &world{t: t, metrics: &idem.MemMetrics{}, serverLog: &syncBuffer{}}
-	w.store = &flakyStore{Store: store.HideApplier(memstore.New(memstore.Options{}))}
+	st, setDown := b.open(t)
+	w.setDown = setDown
 	p := idem.DefaultPolicy()
 	if o.policy != nil {
 		o.policy(&p)
 	}
-	ex, err := idem.New(w.store, idem.WithPolicy(p), idem.WithMetrics(w.metrics))
+	ex, err := idem.New(st, idem.WithPolicy(p), idem.WithMetrics(w.metrics))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +109,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("POST /payments", protect(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		n := w.executions.Add(1)
 		if w.behave != nil {
 			w.behave(rw, r, n)
@@ -127,8 +121,12 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		rw.Header().Set("X-Payment-Id", fmt.Sprint(n))
 		rw.Header().Set("X-Not-Replayed", "only-the-first")
 		rw.WriteHeader(http.StatusCreated)
-		fmt.Fprintf(rw, `{"id":%d,"request":%s}`, n, body)
-	})))
+		fmt.Fprintf(rw, `{"id":%d,"account":%q,"method":%q,"request":%s}`, n, r.PathValue("id"), r.Method, body)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", protect(handler))
+	mux.Handle("POST /accounts/{id}/payments", protect(handler))
+	mux.Handle("/accounts/{id}", protect(handler))
 	mux.HandleFunc("GET /stream", func(rw http.ResponseWriter, r *http.Request) {
 		rw.Write([]byte("first\n"))
 		if err := http.NewResponseController(rw).Flush(); err != nil {
@@ -140,7 +138,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: mux, ErrorLog: log.New(w.serverLog, "", 0), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: w.observe(mux), ErrorLog: log.New(w.serverLog, "", 0), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -149,7 +147,62 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	})
 	w.url = "http://" + ln.Addr().String()
 	w.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	t.Cleanup(w.client.CloseIdleConnections)
 	return w
+}
+
+// observe notes the status each request was answered with once the
+// server's handler returns, whether or not a client is still there to
+// read it. Its writer unwraps to the server's, so http.ResponseController
+// reaches the connection through it.
+func (w *world) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: rw}
+		defer func() {
+			w.mu.Lock()
+			w.finished = append(w.finished, sw.status)
+			w.mu.Unlock()
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 && code >= 200 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// waitFinished waits until n requests have finished on the server, and
+// returns their statuses.
+func (w *world) waitFinished(n int) []int {
+	w.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		got := slices.Clone(w.finished)
+		w.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("%d requests finished on the server, want %d", len(got), n)
+		}
+	}
 }
 
 type answer struct {
@@ -159,22 +212,35 @@ type answer struct {
 	err    error
 }
 
-func (w *world) post(key, principal, tenant, contentType, body string) answer {
-	req, err := http.NewRequest(http.MethodPost, w.url+"/payments", strings.NewReader(body))
+// call is one request to the world.
+type call struct {
+	method, path           string
+	key, principal, tenant string
+	contentType, body      string
+	chunked                bool // no Content-Length: the body is sent chunked
+	header                 http.Header
+	ctx                    context.Context
+}
+
+func (w *world) send(c call) answer {
+	var body io.Reader = strings.NewReader(c.body)
+	if c.chunked {
+		body = io.MultiReader(body) // hides the length from net/http
+	}
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	req, err := http.NewRequestWithContext(c.ctx, c.method, w.url+c.path, body)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if key != "" {
-		req.Header.Set(idemhttp.DefaultKeyHeader, key)
+	for name, vs := range c.header {
+		req.Header[name] = vs
 	}
-	if principal != "" {
-		req.Header.Set("X-Principal", principal)
-	}
-	if tenant != "" {
-		req.Header.Set("X-Tenant", tenant)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for name, v := range map[string]string{idemhttp.DefaultKeyHeader: c.key, "X-Principal": c.principal, "X-Tenant": c.tenant, "Content-Type": c.contentType} {
+		if v != "" {
+			req.Header.Set(name, v)
+		}
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
@@ -183,6 +249,10 @@ func (w *world) post(key, principal, tenant, contentType, body string) answer {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return answer{status: resp.StatusCode, header: resp.Header, body: b, err: err}
+}
+
+func (w *world) post(key, principal, tenant, contentType, body string) answer {
+	return w.send(call{method: http.MethodPost, path: "/payments", key: key, principal: principal, tenant: tenant, contentType: contentType, body: body})
 }
 
 const (
@@ -218,8 +288,8 @@ func (a answer) retryAfter(t *testing.T) {
 	}
 }
 
-func TestConcurrentIdenticalRequestsExecuteOnce(t *testing.T) {
-	w := newWorld(t, worldOptions{policy: func(p *idem.Policy) { p.InFlightWait = 50 * time.Millisecond }})
+func e2eConcurrentIdenticalRequestsExecuteOnce(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{policy: func(p *idem.Policy) { p.InFlightWait = 50 * time.Millisecond }})
 	release := make(chan struct{})
 	w.behave = func(rw http.ResponseWriter, r *http.Request, n int64) {
 		<-release // hold the one execution so that the others meet it in flight
@@ -265,8 +335,8 @@ func TestConcurrentIdenticalRequestsExecuteOnce(t *testing.T) {
 	}
 }
 
-func TestInFlightAcceptedByPolicy(t *testing.T) {
-	w := newWorld(t, worldOptions{policy: func(p *idem.Policy) {
+func e2eInFlightAcceptedByPolicy(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{policy: func(p *idem.Policy) {
 		p.InFlightWait, p.InFlightAnswer, p.RetryAfter = 0, core.InFlightAccepted, 1500*time.Millisecond
 	}})
 	started, release := make(chan struct{}), make(chan struct{})
@@ -287,8 +357,8 @@ func TestInFlightAcceptedByPolicy(t *testing.T) {
 	}
 }
 
-func TestAnotherPayloadIs422(t *testing.T) {
-	w := newWorld(t, worldOptions{})
+func e2eAnotherPayloadIs422(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
 	if a := w.pay(key1); a.status != http.StatusCreated {
 		t.Fatalf("first: %d %s", a.status, a.body)
 	}
@@ -306,10 +376,10 @@ func TestAnotherPayloadIs422(t *testing.T) {
 	}
 }
 
-func TestPanicLeavesKeyUnknownAndNeverReruns(t *testing.T) {
+func e2ePanicLeavesKeyUnknownAndNeverReruns(t *testing.T, b backend) {
 	for _, value := range []any{"boom (test)", http.ErrAbortHandler} {
 		t.Run(fmt.Sprint(value), func(t *testing.T) {
-			w := newWorld(t, worldOptions{})
+			w := newWorld(t, b, worldOptions{})
 			w.behave = func(rw http.ResponseWriter, r *http.Request, n int64) {
 				rw.WriteHeader(http.StatusCreated)
 				panic(value)
@@ -333,21 +403,82 @@ func TestPanicLeavesKeyUnknownAndNeverReruns(t *testing.T) {
 	}
 }
 
-func TestStoreDownIs503AndHandlerNeverRuns(t *testing.T) {
-	w := newWorld(t, worldOptions{})
-	w.store.down.Store(true)
-	a := w.pay(key1)
-	a.problem(t, http.StatusServiceUnavailable, idem.CodeStoreUnavailable)
-	a.retryAfter(t)
+func e2eStoreDownIs503AndHandlerNeverRuns(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
+	w.setDown(true)
+	for range 2 {
+		a := w.pay(key1)
+		a.problem(t, http.StatusServiceUnavailable, idem.CodeStoreUnavailable)
+		a.retryAfter(t)
+		// Neither the store's error nor where it lives reaches the client.
+		for _, leak := range []string{errStoreDown.Error(), "pgxstore", "127.0.0.1", "dial", "connect"} {
+			if strings.Contains(string(a.body), leak) {
+				t.Fatalf("the store's error reached the client (%q): %s", leak, a.body)
+			}
+		}
+	}
 	if n := w.executions.Load(); n != 0 {
 		t.Fatalf("handler ran %d times with the store down", n)
 	}
-	if strings.Contains(string(a.body), errStoreDown.Error()) {
-		t.Fatalf("the store's error reached the client: %s", a.body)
+	if n := w.metrics.Total(idem.CounterStoreError); n == 0 {
+		t.Fatal("no store error counted for an outage")
 	}
-	w.store.down.Store(false)
-	if a := w.pay(key1); a.status != http.StatusCreated || w.executions.Load() != 1 {
-		t.Fatalf("after the store is back: %d, %d executions", a.status, w.executions.Load())
+	w.setDown(false)
+	// Back up: the key was never reserved, so it executes. A pool may
+	// still hold a connection the outage broke: that request is refused
+	// as the outage's were (503, nothing run), and the retry goes through.
+	for attempt := 0; ; attempt++ {
+		a := w.pay(key1)
+		if a.status == http.StatusServiceUnavailable && attempt < 5 {
+			continue
+		}
+		if a.status != http.StatusCreated || a.header.Get(idemhttp.ReplayedHeader) != "" || w.executions.Load() != 1 {
+			t.Fatalf("after the store is back: %d %s, %d executions", a.status, a.body, w.executions.Load())
+		}
+		t.Logf("back up: executed after %d refusals", attempt)
+		break
+	}
+}
+
+// e2eClientGoneBeforeAnythingRan: a real client sends its request and
+// hangs up while the server is still authenticating it (the tenant
+// extractor waits for that), so the request's context is done before the
+// executor runs. Nothing is counted (no store error, no reserve), nothing
+// is reserved, the handler does not run, and the key executes afterwards.
+func e2eClientGoneBeforeAnythingRan(t *testing.T, b backend) {
+	entered := make(chan struct{})
+	w := newWorld(t, b, worldOptions{route: func(rt *idemhttp.Route) {
+		rt.Tenant = func(r *http.Request) (string, error) {
+			if r.Header.Get("X-Test-Hang-Up") != "" {
+				close(entered)
+				<-r.Context().Done() // net/http cancels it when the connection closes
+			}
+			return r.Header.Get("X-Tenant"), nil
+		}
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan answer, 1)
+	go func() {
+		// No body: the server watches the connection from the start, as it
+		// does once a body has been read.
+		gone <- w.send(call{method: http.MethodPost, path: "/payments", key: key1, principal: "alice",
+			contentType: "text/plain", header: http.Header{"X-Test-Hang-Up": {"1"}}, ctx: ctx})
+	}()
+	<-entered
+	cancel() // the transport closes the connection
+	if a := <-gone; !errors.Is(a.err, context.Canceled) {
+		t.Fatalf("the client that hung up got %d %v", a.status, a.err)
+	}
+	if got := w.waitFinished(1); got[0] != http.StatusServiceUnavailable {
+		t.Fatalf("the server answered the gone client %d, want 503 request_cancelled", got[0])
+	}
+	for _, c := range idem.Counters() {
+		if n := w.metrics.Total(c); n != 0 {
+			t.Errorf("%s = %d, want nothing counted for a client gone before anything ran", c.Name(), n)
+		}
+	}
+	if a := w.pay(key1); a.status != http.StatusCreated || a.header.Get(idemhttp.ReplayedHeader) != "" || w.executions.Load() != 1 {
+		t.Fatalf("the same key afterwards: %d %s, %d executions; want a first execution", a.status, a.body, w.executions.Load())
 	}
 }
 
@@ -363,8 +494,8 @@ func wire(a answer) string {
 	return b.String()
 }
 
-func TestReplayIsByteIdentical(t *testing.T) {
-	w := newWorld(t, worldOptions{})
+func e2eReplayIsByteIdentical(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
 	first := w.pay(key1)
 	if first.status != http.StatusCreated || first.header.Get("X-Not-Replayed") == "" {
 		t.Fatalf("first: %d %v", first.status, first.header)
@@ -392,8 +523,8 @@ func TestReplayIsByteIdentical(t *testing.T) {
 	}
 }
 
-func TestNoCrossScopeReplay(t *testing.T) {
-	w := newWorld(t, worldOptions{})
+func e2eNoCrossScopeReplay(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
 	seen := map[string]bool{}
 	for _, who := range [][2]string{{"alice", ""}, {"alice", "tenant-a"}, {"alice", "tenant-b"}, {"bob", "tenant-a"}} {
 		a := w.post(key1, who[0], who[1], "application/json", payment)
@@ -407,21 +538,13 @@ func TestNoCrossScopeReplay(t *testing.T) {
 	}
 }
 
-func TestRefusals(t *testing.T) {
-	w := newWorld(t, worldOptions{})
+func e2eRefusals(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
 	big := `{"customerId":"` + strings.Repeat("x", 5<<10) + `"}`
 	w.post(key1, "alice", "", "application/json", big).problem(t, http.StatusRequestEntityTooLarge, idemhttp.CodeRequestTooLarge)
 	// Without a declared length too (chunked).
-	req, _ := http.NewRequest(http.MethodPost, w.url+"/payments", io.MultiReader(strings.NewReader(big)))
-	req.Header.Set(idemhttp.DefaultKeyHeader, key1)
-	req.Header.Set("X-Principal", "alice")
-	resp, err := w.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	answer{status: resp.StatusCode, header: resp.Header, body: b}.problem(t, http.StatusRequestEntityTooLarge, idemhttp.CodeRequestTooLarge)
+	w.send(call{method: http.MethodPost, path: "/payments", key: key1, principal: "alice", contentType: "application/json", body: big, chunked: true}).
+		problem(t, http.StatusRequestEntityTooLarge, idemhttp.CodeRequestTooLarge)
 
 	w.pay("").problem(t, http.StatusBadRequest, idem.CodeInvalidKey)
 	w.pay("too-short").problem(t, http.StatusBadRequest, idem.CodeInvalidKey)
@@ -441,8 +564,8 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func TestOptionalKeyPassesThrough(t *testing.T) {
-	w := newWorld(t, worldOptions{route: func(r *idemhttp.Route) { r.KeyOptional = true }})
+func e2eOptionalKeyPassesThrough(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{route: func(r *idemhttp.Route) { r.KeyOptional = true }})
 	for range 2 {
 		if a := w.pay(""); a.status != http.StatusCreated || a.header.Get(idemhttp.ReplayedHeader) != "" {
 			t.Fatalf("no key on an optional route: %d", a.status)
@@ -454,8 +577,8 @@ func TestOptionalKeyPassesThrough(t *testing.T) {
 	w.pay("short").problem(t, http.StatusBadRequest, idem.CodeInvalidKey) // a bad key is refused all the same
 }
 
-func TestResponseOverLimitReachesClientAndNeverReruns(t *testing.T) {
-	w := newWorld(t, worldOptions{policy: func(p *idem.Policy) { p.ResponseBytesMax = 1 << 10 }})
+func e2eResponseOverLimitReachesClientAndNeverReruns(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{policy: func(p *idem.Policy) { p.ResponseBytesMax = 1 << 10 }})
 	big := strings.Repeat("p", 3<<10)
 	w.behave = func(rw http.ResponseWriter, r *http.Request, n int64) {
 		rw.Header().Set("Content-Type", "text/plain")
@@ -475,8 +598,8 @@ func TestResponseOverLimitReachesClientAndNeverReruns(t *testing.T) {
 	}
 }
 
-func TestHandlerVerdicts(t *testing.T) {
-	w := newWorld(t, worldOptions{})
+func e2eHandlerVerdicts(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
 	w.behave = func(rw http.ResponseWriter, r *http.Request, n int64) {
 		at, ok := idemhttp.AttemptOf(r)
 		if !ok || at.Token == 0 || at.Scope.Key != key1 && at.Scope.Key != key1[:20]+"-other-0000" {
@@ -513,8 +636,8 @@ func TestHandlerVerdicts(t *testing.T) {
 	}
 }
 
-func TestStreamingRouteWithoutMiddleware(t *testing.T) {
-	w := newWorld(t, worldOptions{})
+func e2eStreamingRouteWithoutMiddleware(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.url+"/stream", nil)
@@ -526,5 +649,213 @@ func TestStreamingRouteWithoutMiddleware(t *testing.T) {
 	line := make([]byte, 6)
 	if _, err := io.ReadFull(resp.Body, line); err != nil || string(line) != "first\n" {
 		t.Fatalf("first chunk %q, %v: the handler is still running, so it was flushed", line, err)
+	}
+}
+
+// e2ePathPatternsAndMethods: the middleware under ServeMux method and path
+// patterns. The handler sees the path values; POST and PATCH are protected
+// by default, other methods pass through; one key sent to two paths of a
+// pattern, or with two methods, is two requests (422), never a replay of
+// the other's response.
+func e2ePathPatternsAndMethods(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
+	to := func(method, path, key string) answer {
+		return w.send(call{method: method, path: path, key: key, principal: "alice", contentType: "application/json", body: payment})
+	}
+	// executedThenReplayed: the first request runs the handler, whose
+	// answer says want; the second is its replay, byte for byte.
+	executedThenReplayed := func(method, path, key, want string) {
+		t.Helper()
+		first := to(method, path, key)
+		if first.status != http.StatusCreated || !strings.Contains(string(first.body), want) {
+			t.Fatalf("%s %s: %d %s, want 201 with %s", method, path, first.status, first.body, want)
+		}
+		if a := to(method, path, key); a.header.Get(idemhttp.ReplayedHeader) != "true" || !bytes.Equal(a.body, first.body) {
+			t.Fatalf("%s %s again: %d %s, want a replay", method, path, a.status, a.body)
+		}
+	}
+	executedThenReplayed(http.MethodPost, "/accounts/a/payments", key1, `"account":"a"`) // the path value reaches the handler
+	to(http.MethodPost, "/accounts/b/payments", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	to(http.MethodPost, "/accounts/a/payments?dry_run=1", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+
+	const key2 = "1f0e3dad-9990-4cda-b3a4-6ec3d5b7a0c1"
+	executedThenReplayed(http.MethodPatch, "/accounts/a", key2, `"method":"PATCH"`) // PATCH is protected by default
+	to(http.MethodPost, "/accounts/a", key2).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	before := w.executions.Load()
+	for _, m := range []string{http.MethodPut, http.MethodPut, http.MethodDelete, http.MethodGet} {
+		if a := to(m, "/accounts/a", key2); a.status != http.StatusCreated || a.header.Get(idemhttp.ReplayedHeader) != "" {
+			t.Fatalf("%s: %d %s, want the handler's own answer (not protected)", m, a.status, a.body)
+		}
+	}
+	if got := w.executions.Load() - before; got != 4 {
+		t.Fatalf("%d executions for 4 unprotected requests", got)
+	}
+	if n := w.executions.Load(); n != 6 {
+		t.Fatalf("%d executions, want 6 (POST, PATCH, 4 unprotected)", n)
+	}
+}
+
+// e2eBodyHandedUnchanged: the handler reads the body the client sent, byte
+// for byte (white space, key order, bytes that are not UTF-8), with its
+// length, whether the client declared it or sent it chunked; the body is
+// read once by the middleware and once by the handler.
+func e2eBodyHandedUnchanged(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
+	type seen struct {
+		body   string
+		length int64
+		again  int
+	}
+	got := make(chan seen, 1)
+	w.behave = func(rw http.ResponseWriter, r *http.Request, n int64) {
+		body, _ := io.ReadAll(r.Body)
+		rest, _ := io.ReadAll(r.Body)
+		got <- seen{string(body), r.ContentLength, len(rest)}
+		rw.WriteHeader(http.StatusCreated)
+	}
+	bodies := []struct{ contentType, body string }{
+		{"application/json", "{ \"currency\":\"EUR\",\n\t\"amountCents\" : 1250, \"customerId\":\"c-1\" }"},
+		{"application/octet-stream", "\x00\xff\xfe raw \r\n bytes"},
+	}
+	for i, c := range bodies {
+		for j, chunked := range []bool{false, true} {
+			key := fmt.Sprintf("%s-%d%d", key1[:30], i, j)
+			a := w.send(call{method: http.MethodPost, path: "/payments", key: key, principal: "alice", contentType: c.contentType, body: c.body, chunked: chunked})
+			if a.status != http.StatusCreated {
+				t.Fatalf("%s chunked=%v: %d %s", c.contentType, chunked, a.status, a.body)
+			}
+			if s := <-got; s.body != c.body || s.length != int64(len(c.body)) || s.again != 0 {
+				t.Fatalf("%s chunked=%v: the handler read %q (length %d, %d more bytes after EOF), want %q", c.contentType, chunked, s.body, s.length, s.again, c.body)
+			}
+		}
+	}
+}
+
+// e2eResponseController: under the middleware, on a real connection, a
+// held response's Flush sends nothing before the handler returns; Hijack is
+// not supported; deadlines and full duplex reach the connection. Past the
+// stored-response limit, Flush sends what was written at once.
+func e2eResponseController(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{policy: func(p *idem.Policy) { p.ResponseBytesMax = 1 << 10 }})
+	release := make(chan struct{})
+	var flushErr, hijackErr, readErr, writeErr, duplexErr error
+	var hijacker bool
+	big := strings.Repeat("b", 2<<10)
+	w.behave = func(rw http.ResponseWriter, r *http.Request, n int64) {
+		rc := http.NewResponseController(rw)
+		rw.Header().Set("Content-Type", "text/plain")
+		if r.Header.Get("X-Test-Big") != "" {
+			io.WriteString(rw, big) // over the limit: goes through
+		} else {
+			io.WriteString(rw, "part one;")
+		}
+		flushErr = rc.Flush()
+		_, _, hijackErr = rc.Hijack()
+		_, hijacker = rw.(http.Hijacker)
+		readErr = rc.SetReadDeadline(time.Now().Add(time.Minute))
+		writeErr = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+		duplexErr = rc.EnableFullDuplex()
+		<-release
+		io.WriteString(rw, "part two")
+	}
+	type reply struct {
+		resp *http.Response
+		err  error
+	}
+	start := func(key string, big bool) chan reply {
+		replies := make(chan reply, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, w.url+"/payments", strings.NewReader(payment))
+			req.Header.Set(idemhttp.DefaultKeyHeader, key)
+			req.Header.Set("X-Principal", "alice")
+			req.Header.Set("Content-Type", "application/json")
+			if big {
+				req.Header.Set("X-Test-Big", "1")
+			}
+			resp, err := w.client.Do(req)
+			replies <- reply{resp, err}
+		}()
+		return replies
+	}
+
+	replies := start(key1, false)
+	select {
+	case r := <-replies:
+		t.Fatalf("a held response reached the client before the handler returned: %v %v", r.resp, r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release <- struct{}{}
+	r := <-replies
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	body, _ := io.ReadAll(r.resp.Body)
+	r.resp.Body.Close()
+	if string(body) != "part one;part two" || flushErr != nil {
+		t.Fatalf("held: %q, flush %v", body, flushErr)
+	}
+	if !errors.Is(hijackErr, http.ErrNotSupported) || hijacker {
+		t.Errorf("hijack: %v (a Hijacker: %v), want http.ErrNotSupported", hijackErr, hijacker)
+	}
+	if readErr != nil || writeErr != nil || duplexErr != nil {
+		t.Errorf("deadlines and full duplex over a real connection: %v, %v, %v; want nil", readErr, writeErr, duplexErr)
+	}
+
+	other := key1[:30] + "-big00"
+	replies = start(other, true)
+	var got reply
+	select {
+	case got = <-replies: // headers arrived while the handler still runs
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("over the limit, Flush did not send the response")
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	head := make([]byte, len(big))
+	if _, err := io.ReadFull(got.resp.Body, head); err != nil || string(head) != big {
+		t.Fatalf("the flushed part: %v", err)
+	}
+	release <- struct{}{}
+	tail, _ := io.ReadAll(got.resp.Body)
+	got.resp.Body.Close()
+	if string(tail) != "part two" || flushErr != nil {
+		t.Fatalf("over the limit: tail %q, flush %v", tail, flushErr)
+	}
+	w.pay(other).problem(t, http.StatusConflict, idem.CodeOutcomeUnknown)
+}
+
+// endToEnd is the suite over 127.0.0.1 (a real http.Server, a real
+// client), each case run over every backend.
+var endToEnd = []struct {
+	name string
+	run  func(*testing.T, backend)
+}{
+	{"ConcurrentIdenticalRequestsExecuteOnce", e2eConcurrentIdenticalRequestsExecuteOnce},
+	{"InFlightAcceptedByPolicy", e2eInFlightAcceptedByPolicy},
+	{"AnotherPayloadIs422", e2eAnotherPayloadIs422},
+	{"PanicLeavesKeyUnknownAndNeverReruns", e2ePanicLeavesKeyUnknownAndNeverReruns},
+	{"StoreDownIs503AndHandlerNeverRuns", e2eStoreDownIs503AndHandlerNeverRuns},
+	{"ClientGoneBeforeAnythingRan", e2eClientGoneBeforeAnythingRan},
+	{"ReplayIsByteIdentical", e2eReplayIsByteIdentical},
+	{"NoCrossScopeReplay", e2eNoCrossScopeReplay},
+	{"Refusals", e2eRefusals},
+	{"OptionalKeyPassesThrough", e2eOptionalKeyPassesThrough},
+	{"ResponseOverLimitReachesClientAndNeverReruns", e2eResponseOverLimitReachesClientAndNeverReruns},
+	{"HandlerVerdicts", e2eHandlerVerdicts},
+	{"StreamingRouteWithoutMiddleware", e2eStreamingRouteWithoutMiddleware},
+	{"PathPatternsAndMethods", e2ePathPatternsAndMethods},
+	{"BodyHandedUnchanged", e2eBodyHandedUnchanged},
+	{"ResponseController", e2eResponseController},
+}
+
+func TestEndToEnd(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			for _, c := range endToEnd {
+				t.Run(c.name, func(t *testing.T) { c.run(t, b) })
+			}
+		})
 	}
 }

@@ -14,6 +14,10 @@ import (
 // never share a pre-image, whatever their bytes.
 const RawDomainTag = "idem/http/raw/v1"
 
+// TargetDomainTag starts the pre-image of a request's fingerprint: its
+// body's fingerprint (JSON or raw) bound to its method and request target.
+const TargetDomainTag = "idem/http/target/v1"
+
 // isJSON reports whether the Content-Type names JSON: application/json or a
 // +json structured syntax suffix (RFC 6839), any parameters aside. It does
 // not allocate: it runs on every protected request.
@@ -64,4 +68,28 @@ func rawFingerprint(useCase, mediaType string, body []byte) idem.Fingerprint {
 	var fp idem.Fingerprint
 	h.Sum(fp[:0])
 	return fp
+}
+
+// requestFingerprint is what the executor compares for a request: its
+// body's fingerprint (JSON or raw) bound to its method and its request
+// target (path and query, as sent), fields as in rawFingerprint:
+//
+//	SHA-256( field(TargetDomainTag) field(body fingerprint) field(method) field(target) )
+//
+// On a route with path patterns, POST /accounts/a/payments and POST
+// /accounts/b/payments with one key and one body are two requests: the
+// second is answered 422, never with the first's stored response.
+func requestFingerprint(body idem.Fingerprint, method, target string) idem.Fingerprint {
+	var buf [256]byte // the pre-image of a usual target fits: hashed without allocating
+	b := appendField(buf[:0], TargetDomainTag)
+	b = appendField(b, body[:])
+	b = appendField(b, method)
+	b = appendField(b, target)
+	return sha256.Sum256(b)
+}
+
+// appendField appends field(f): its length as a big-endian uint64, then f.
+func appendField[T ~string | ~[]byte](b []byte, f T) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(f)))
+	return append(b, f...)
 }

@@ -140,6 +140,25 @@ func TestRawFingerprint(t *testing.T) {
 	if rawFingerprint("u", "text/plain", []byte("x")) == rawFingerprint("v", "text/plain", []byte("x")) {
 		t.Error("the use case does not count")
 	}
+	// The request's fingerprint binds the body's to the method and target,
+	// each a field of its own.
+	body := rawFingerprint("u", "text/plain", []byte("x"))
+	base := requestFingerprint(body, "POST", "/accounts/a")
+	for name, other := range map[string]idem.Fingerprint{
+		"another target":        requestFingerprint(body, "POST", "/accounts/b"),
+		"another method":        requestFingerprint(body, "PATCH", "/accounts/a"),
+		"a query":               requestFingerprint(body, "POST", "/accounts/a?x=1"),
+		"bytes moved across":    requestFingerprint(body, "POST/", "accounts/a"),
+		"another body":          requestFingerprint(rawFingerprint("u", "text/plain", []byte("y")), "POST", "/accounts/a"),
+		"the body's own digest": body,
+	} {
+		if other == base {
+			t.Errorf("%s: same request fingerprint", name)
+		}
+	}
+	if requestFingerprint(body, "POST", "/accounts/a") != base {
+		t.Error("the request fingerprint is not deterministic")
+	}
 	for ct, want := range map[string]bool{
 		"application/json": true, "Application/JSON; charset=utf-8": true, "application/problem+json": true,
 		"text/plain": false, "": false, "application/jsonx": false, "+json": false,

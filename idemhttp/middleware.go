@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -58,7 +59,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		scope.Tenant = t
 	}
-	body, err := readBody(w, r, c.bodyBytesMax)
+	// The attempt holds the request's state, its capture and the body's
+	// buffer in one allocation, pooled while the handler does not run.
+	run := attemptPool.Get().(*attempt)
+	defer run.done()
+	body, err := readBody(w, r, c.bodyBytesMax, run.bodyBuf[:0])
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -69,24 +74,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
 		return
 	}
-	req := idem.Request{Scope: scope}
+	run.bodyBuf = body
+	var bodyFP idem.Fingerprint
 	if ct := r.Header.Get("Content-Type"); isJSON(ct) {
-		if req.Fingerprint, err = c.spec.Of(body); err != nil {
+		if bodyFP, err = c.spec.Of(body); err != nil {
 			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
 			return
 		}
 	} else {
-		req.Fingerprint = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
+		bodyFP = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
 	}
-	// The handler reads the same bytes, as if the middleware were not there.
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	req := idem.Request{Scope: scope, Fingerprint: requestFingerprint(bodyFP, r.Method, r.URL.RequestURI())}
 
-	// One allocation for the attempt and its capture; the capture takes a
-	// body buffer only if the handler runs and writes.
-	run := &attempt{next: h.next, r: r}
-	run.cw.init(w, c)
+	run.next, run.r = h.next, r
+	run.body.Reset(body) // the handler reads the same bytes, as if the middleware were not there
+	run.cw.init(w, c)    // the capture takes a buffer only if the handler runs and writes
 	cw := &run.cw
-	defer cw.release()
 	res, err := h.ex.Do(r.Context(), req, run.action) // a panic of the handler comes back out of Do, recorded
 	switch {
 	case err == nil && res.Kind == idem.ResultReplayed:
@@ -114,9 +117,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // attempt is one request's run of the handler as an idem.Action.
 type attempt struct {
-	next http.Handler
-	r    *http.Request
-	cw   capture
+	next    http.Handler
+	r       *http.Request
+	bodyBuf []byte   // what readBody read into
+	body    heldBody // bodyBuf, for the handler
+	cw      capture
 
 	ran         bool
 	at          idem.Attempt
@@ -126,11 +131,41 @@ type attempt struct {
 
 type attemptKey struct{}
 
+var attemptPool = sync.Pool{New: func() any { return new(attempt) }}
+
+// done releases what the request held. While the handler has not run (a
+// replay, a refusal), nothing else can hold the attempt or the body it
+// read, so both go back to the pool. A handler may keep its request (the
+// attempt in its context, the body) past its return: after a run they are
+// left to the collector.
+func (a *attempt) done() {
+	a.cw.release()
+	if a.ran {
+		return
+	}
+	buf := a.bodyBuf[:0]
+	if cap(buf) > bodyPooledMax {
+		buf = nil // a rare large body must not stay pinned in the pool
+	}
+	*a = attempt{bodyBuf: buf}
+	attemptPool.Put(a)
+}
+
+// heldBody is the request body the middleware read, as the handler's
+// r.Body: a bytes.Reader (with its WriterTo) that closes as a no-op.
+type heldBody struct{ bytes.Reader }
+
+func (*heldBody) Close() error { return nil }
+
 // action runs the handler on the attempt's context (cancelled when the
-// client goes away or the lease is lost), and returns what it wrote.
+// client goes away or the lease is lost), and returns what it wrote. The
+// handler's request is a copy of the client's with the body the middleware
+// read: the client's request is not modified.
 func (a *attempt) action(ctx context.Context, at idem.Attempt) (idem.Response, error) {
 	a.ran, a.at = true, at
-	a.next.ServeHTTP(&a.cw, a.r.WithContext(context.WithValue(ctx, attemptKey{}, a)))
+	r := a.r.WithContext(context.WithValue(ctx, attemptKey{}, a))
+	r.Body, r.ContentLength = &a.body, a.body.Size()
+	a.next.ServeHTTP(&a.cw, r)
 	switch {
 	case a.unknown != nil:
 		return idem.Response{}, a.unknown
@@ -202,21 +237,24 @@ func OutcomeUnknown(r *http.Request, cause error) error {
 	return nil
 }
 
-// readBody reads the whole body, at most bodyMax bytes. A declared length
-// over the limit is refused before reading a byte.
-func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64) ([]byte, error) {
+// readBody reads the whole body, at most bodyMax bytes, into buf (grown if
+// it is short). A declared length over the limit is refused before reading
+// a byte.
+func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64, buf []byte) ([]byte, error) {
 	if r.ContentLength > bodyMax {
 		return nil, &http.MaxBytesError{Limit: bodyMax}
 	}
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+		return buf[:0], nil
 	}
 	rd := http.MaxBytesReader(w, r.Body, bodyMax) // also tells net/http to close the connection past it
 	size := 512
 	if r.ContentLength >= 0 {
 		size = int(r.ContentLength) + 1 // one more: the read that finds EOF needs no growth
 	}
-	buf := make([]byte, 0, size)
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -242,16 +280,27 @@ func writeReplay(w http.ResponseWriter, c *config, resp *idem.Response) {
 	for _, name := range c.replayed {
 		delete(h, name) // an outer middleware's value must not mix with the stored one
 	}
+	// One backing array for every value set here, each name's slice capped
+	// at its own values, so that an append to one copies and never
+	// overwrites the next.
+	vals := make([]string, 0, len(resp.Headers)+2)
+	set := func(name, v string) {
+		vals = append(vals, v)
+		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	for _, sh := range resp.Headers {
 		name, ok := c.replayedName(sh.Name)
-		if !ok || !validValue(sh.Value) {
-			continue
+		switch {
+		case !ok || !validValue(sh.Value):
+		case len(h[name]) > 0: // a second value of a name: rare, not worth the array
+			h[name] = append(h[name], sh.Value)
+		default:
+			set(name, sh.Value)
 		}
-		h[name] = append(h[name], sh.Value)
 	}
-	h[ReplayedHeader] = []string{"true"}
+	set(ReplayedHeader, "true")
 	if bodyAllowed(resp.StatusCode) {
-		h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+		set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(resp.Body)

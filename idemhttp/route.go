@@ -50,6 +50,10 @@ type Route struct {
 	// selection and schema version. If nil, fingerprint.NewSpec(UseCase, 1):
 	// the whole body, canonicalized. A body of any other type is
 	// fingerprinted as its media type and raw bytes (see RawDomainTag).
+	// Either way the request's method and target (path and query) count
+	// too (see TargetDomainTag): the same key and body sent to
+	// /accounts/a/payments and /accounts/b/payments are two requests, and
+	// the second is answered 422.
 	Fingerprint *fingerprint.Spec
 	// Principal names the caller, from the request as your authentication
 	// left it. An error or an empty name is answered 401: without a

@@ -59,16 +59,9 @@ type options struct {
 }
 
 func main() {
-	var o options
-	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
-	fs.StringVar(&o.storeKind, "store", "mem", "idempotency store: mem, or pg (PostgreSQL, with -dsn)")
-	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string, for -store pg")
-	fs.StringVar(&o.pgSchema, "pg-schema", "", "PostgreSQL schema of the records table (default: the first of search_path), for -store pg")
-	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
-	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(2)
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2) // the flag package has said why
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -76,6 +69,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "payments:", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags reads the command line; usage and errors go to errOut.
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&o.storeKind, "store", "mem", "idempotency store: mem, or pg (PostgreSQL, with -dsn)")
+	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string, for -store pg")
+	fs.StringVar(&o.pgSchema, "pg-schema", "", "PostgreSQL schema of the records table (default: the first of search_path), for -store pg")
+	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
+	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
+	err := fs.Parse(args)
+	return o, err
 }
 
 // openStore is the one place that picks the idempotency store: the

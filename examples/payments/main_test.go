@@ -1,18 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/core"
 )
 
 type service struct {
@@ -53,7 +58,19 @@ type reply struct {
 
 func (s *service) pay(principal, key, body string) reply {
 	s.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, s.url+"/payments", strings.NewReader(body))
+	r, err := s.tryPay(principal, key, body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return r
+}
+
+// tryPay is pay for another goroutine than the test's: it returns the error.
+func (s *service) tryPay(principal, key, body string) (reply, error) {
+	req, err := http.NewRequest(http.MethodPost, s.url+"/payments", strings.NewReader(body))
+	if err != nil {
+		return reply{}, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	if principal != "" {
 		req.Header.Set("X-Principal", principal)
@@ -63,11 +80,11 @@ func (s *service) pay(principal, key, body string) reply {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatal(err)
+		return reply{}, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, string(b)}
+	b, err := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, string(b)}, err
 }
 
 const key = "8e03978e-40d5-43e8-bc93-6894a57f9324"
@@ -154,6 +171,112 @@ func TestStopsCleanly(t *testing.T) {
 	}
 }
 
+// runMainEnv makes the test binary run main instead of the tests: a test
+// starts the program as a process of its own, to send it signals.
+const runMainEnv = "PAYMENTS_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		return // main exits non-zero itself on failure
+	}
+	os.Exit(m.Run())
+}
+
+// TestSIGINTStopsCleanly starts the program as a process, sends it SIGINT
+// while a payment is in flight, and checks that the payment is answered,
+// and that the server, the sweeper and the reconciler stop and the process
+// exits 0.
+func TestSIGINTStopsCleanly(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-gateway-delay", "2s", "-worker-interval", "20ms")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // if the test fails before the process exits
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var logged []string
+	next := func(want string) string {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the process's log ended before %q: %q", want, logged)
+				}
+				logged = append(logged, l)
+				if strings.Contains(l, want) {
+					return l
+				}
+			case <-timeout:
+				t.Fatalf("no %q in the log: %q", want, logged)
+			}
+		}
+	}
+	m := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(next("payments: listening"))
+	if m == nil {
+		t.Fatalf("no address in %q", logged)
+	}
+	s := &service{t: t, url: "http://" + m[1]}
+
+	type answer struct {
+		reply
+		err error
+	}
+	paid := make(chan answer, 1)
+	go func() {
+		r, err := s.tryPay("alice", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`)
+		paid <- answer{r, err}
+	}()
+	time.Sleep(500 * time.Millisecond) // the charge takes 2 s: it is under way
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-paid; r.err != nil || r.status != http.StatusCreated || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the payment in flight at SIGINT: %d %s %v, want its 201", r.status, r.body, r.err)
+	}
+	next("payments: stopped") // after the workers returned
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v (log %q)", err, logged)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process did not exit after SIGINT")
+	}
+	if _, err := http.Get(s.url + "/payments"); err == nil {
+		t.Fatal("the server still answers after it stopped")
+	}
+}
+
+func TestFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil || o.addr != "127.0.0.1:8080" || o.storeKind != "mem" || o.workerInterval != time.Second {
+		t.Fatalf("defaults: %+v, %v", o, err)
+	}
+	o, err = parseFlags([]string{"-store", "pg", "-dsn", pgDSN(), "-addr", ":9000"}, io.Discard)
+	if err != nil || o.storeKind != "pg" || o.dsn != pgDSN() || o.addr != ":9000" {
+		t.Fatalf("-store pg -dsn: %+v, %v", o, err)
+	}
+	if _, err := parseFlags([]string{"-nope"}, io.Discard); err == nil {
+		t.Fatal("an unknown flag was accepted")
+	}
+}
+
 func TestStoreFlag(t *testing.T) {
 	for o, want := range map[options]string{
 		{storeKind: "pg", dsn: "::not a dsn"}: "-dsn",
@@ -199,6 +322,21 @@ func TestReadmeExampleIsThisProgram(t *testing.T) {
 	}
 	if marked(strings.Replace(string(src), "idem.New(st)", "idem.New(st) ", 1)) == string(m[1]) {
 		t.Fatal("the comparison does not see a changed line")
+	}
+	// The README states the key length the core enforces.
+	if want := fmt.Sprintf("Keys must be %d–%d bytes", core.KeyBytesMin, core.KeyBytesLimit); !bytes.Contains(readme, []byte(want)) {
+		t.Errorf("README.md does not say %q", want)
+	}
+	// One executor, built in run() at start-up, never in a handler.
+	if n := strings.Count(string(src), "idem.New("); n != 1 {
+		t.Errorf("main.go builds %d executors, want 1", n)
+	}
+	handlers, err := os.ReadFile("handlers.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(handlers, []byte("idem.New(")) {
+		t.Error("handlers.go builds an executor: one per request would not share a store")
 	}
 }
 
