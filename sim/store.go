@@ -8,7 +8,6 @@ import (
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/linearizability"
 	"github.com/idemkit/idem/store"
-	memstore "github.com/idemkit/idem/store/mem"
 )
 
 var errStoreDown = errors.New("sim: store unavailable (injected)")
@@ -38,7 +37,14 @@ type opMeta struct {
 // reach it through a callerStore, which names who is calling.
 type faultyStore struct {
 	w     *world
-	inner *memstore.Store
+	inner innerStore
+}
+
+// innerStore is the store the faults are put around: the memory store (in
+// a checker's test, a broken store around it).
+type innerStore interface {
+	store.Store
+	store.Applier
 }
 
 // callerStore is the faulty store as one caller sees it: every call through

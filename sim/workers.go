@@ -205,7 +205,7 @@ func (w *world) newWorkerActors() {
 	}
 	sweep.run = sweeper.RunOnce
 	w.sweepActor = sweep
-	ledger := drawReconcileWorld(w.cfg.Seed)
+	ledger := drawReconcileWorld(w.cfg.Seed, &w.policy)
 	w.reconcileActor = w.reconcilerActor(&w.reconcileMeta, &ledger, w.afterReconcile)
 	if ledger.reconcilers > 1 {
 		// The second one only works: the first ends the run once it settled.
