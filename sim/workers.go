@@ -247,7 +247,7 @@ func (w *world) actorExecutor(a *workerActor) *idem.Executor {
 // checker what it found, for the Resolve that follows.
 func (w *world) checkAs(a *workerActor) idem.Check {
 	return func(ctx context.Context, rec idem.Record) (idem.Finding, error) {
-		if a.halted || !a.suspend(w.netLatency()+a.ledger.checkDelay()) {
+		if a.halted || !a.suspend(w.netLatency()+a.ledger.checkDelay(a.meta.actorID)) {
 			return idem.Finding{}, errWorldStopped
 		}
 		var f idem.Finding
