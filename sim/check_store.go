@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
 )
@@ -637,4 +638,13 @@ func describeRecord(r *core.Record) string {
 	return fmt.Sprintf("%v token %d v%d attempts %d locked_until %s reconcile_after %s created %s completed %s expires %s error %q response %d/%dB",
 		r.Status, r.Token, r.Version, r.ReconcileAttempts, fmtStamp(r.LockedUntil), fmtStamp(r.ReconcileAfter),
 		fmtStamp(r.CreatedAt), fmtStamp(r.CompletedAt), fmtStamp(r.ExpiresAt), r.LastErrorCode, r.Response.StatusCode, len(r.Response.Body))
+}
+
+// recorded holds a server's answer to Result.Recorded's contract: true
+// only if the store, after the attempt's Complete, held that completion.
+func (l *lifeChecker) recorded(scope int32, m *opMeta, f *idem.Flow) {
+	r, err := f.Result()
+	if err == nil && r.Kind == idem.ResultExecuted && r.Recorded && m.event == core.EventComplete && !m.holdsCompletion {
+		l.fail(invLifecycle, scope, "the result of attempt %d says its outcome was recorded, but its Complete left the store without that completion", m.attempt)
+	}
 }

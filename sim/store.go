@@ -29,6 +29,18 @@ type opMeta struct {
 	// finding is what the reconciler's last Check found, for the Resolve
 	// it applies next (nil for other callers).
 	finding *findingSeen
+	// holdsCompletion: after the caller's last store call for a Complete,
+	// the store held that completion of its attempt (what Result.Recorded
+	// may claim).
+	holdsCompletion bool
+}
+
+// heard notes the record a server's Complete found or left, with ev, the
+// Complete, when known (its response is then compared too).
+func (m *opMeta) heard(rec *core.Record, ev *core.Event) {
+	if m.actor == ActorServer && m.event == core.EventComplete {
+		m.holdsCompletion = rec.Status == core.StatusCompleted && rec.Token == m.attempt && (ev == nil || sameResponse(rec.Response, ev.Response))
+	}
 }
 
 // faultyStore puts the real memory store behind the store faults of SPEC §8:
@@ -82,6 +94,7 @@ func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot
 	if err == nil {
 		w.history(c.meta, linearizability.StoreOperation{Kind: store.MethodLoad, Scope: scope, Record: snap.Record, FreshToken: snap.FreshToken, Ended: linearizability.EndedOK})
 		c.meta.now = snap.Now
+		c.meta.heard(&snap.Record, nil)
 		w.check.life.loaded("Load", &snap.Record)
 	}
 	return snap, err
@@ -188,6 +201,7 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			if i, ok := w.scopeIdx[scope]; ok {
 				w.check.life.unchanged(i, &ev, out)
 			}
+			c.meta.heard(&out.Record, &ev)
 		} else {
 			c.applied(&out.Record, out.Transition.Write.Kind, out.Transition.Write, &ev)
 			if w.fault(FaultStoreErrorAfter, w.rng.store) {
@@ -215,6 +229,7 @@ func (c callerStore) applied(rec *core.Record, kind core.WriteKind, expect core.
 			after = &core.Record{Scope: rec.Scope}
 		}
 		w.check.life.written(&writeSeen{m: c.meta, scope: scope, prev: &w.shadow[scope], after: after, kind: kind, expect: expect, ev: ev, now: c.meta.now})
+		c.meta.heard(after, ev)
 	}
 	w.applied(c.meta, rec, kind, expect.ExpectToken)
 }
