@@ -32,12 +32,13 @@ func TestLifecycleCheckerCatchesPlantedBugs(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		plant plantedStep
+		slow  bool // slow gateway answers: most attempts beat
 	}{
 		{"an update keeps the version", func(_, rec *core.Record, _ *core.Event, _ *core.Policy, tr *core.Transition) {
 			if tr.Write.Kind == core.WriteUpdate {
 				rec.Version = tr.Write.ExpectVersion
 			}
-		}},
+		}, false},
 		{"fail keeps a record the policy evicts, and evicts one it keeps", func(before, rec *core.Record, ev *core.Event, p *core.Policy, tr *core.Transition) {
 			if ev.Kind != core.EventFail || tr.Decision.Kind != core.DecisionFailed {
 				return
@@ -51,28 +52,31 @@ func TestLifecycleCheckerCatchesPlantedBugs(t *testing.T) {
 			rec.Status, rec.Version = core.StatusFailedRetryable, before.Version+1
 			rec.ExpiresAt = ev.Now.Add(p.TTL)
 			tr.Write = core.Write{Kind: core.WriteUpdate, ExpectVersion: before.Version, ExpectToken: before.Token}
-		}},
+		}, false},
 		{"a tombstone keeps its response", func(before, rec *core.Record, ev *core.Event, _ *core.Policy, tr *core.Transition) {
 			if ev.Kind == core.EventSweep && rec.Status == core.StatusExpired && tr.Write.Kind == core.WriteUpdate {
 				rec.Response = before.Response
 			}
-		}},
+		}, false},
 		{"the reconcile backoff is one base too long", func(_, rec *core.Record, ev *core.Event, p *core.Policy, tr *core.Transition) {
 			if ev.Kind == core.EventResolve && tr.Decision.Kind == core.DecisionRescheduled {
 				rec.ReconcileAfter = rec.ReconcileAfter.Add(p.ReconcileBackoffBase)
 			}
-		}},
+		}, false},
 		{"a heartbeat answers extended without extending", func(before, rec *core.Record, ev *core.Event, _ *core.Policy, tr *core.Transition) {
 			if ev.Kind == core.EventHeartbeat && tr.Decision.Kind == core.DecisionExtended {
 				rec.LockedUntil = before.LockedUntil
 			}
-		}},
+		}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := DefaultConfig()
 			cfg.LinCheck = false
 			cfg.Step = c.plant.step
+			if c.slow {
+				cfg.GatewayLatencyMin, cfg.GatewayLatencyMax, cfg.GatewayTimeout = 400*time.Millisecond, 900*time.Millisecond, time.Second
+			}
 			for seed := uint64(1); seed <= 100; seed++ {
 				cfg.Seed = seed
 				r, err := Run(cfg)
