@@ -248,14 +248,9 @@ func (l *lifeChecker) rule(kind core.EventKind, x *writeSeen) string {
 		if why := ownedBy(core.StatusInProgress, core.StatusUnknown); why != "" {
 			return why
 		}
-		if p.Fail == core.FailEvict {
-			if x.kind != core.WriteDelete {
-				return "the policy's fail mode is evict: no record is left"
-			}
-			return ""
-		}
-		if x.kind != core.WriteUpdate || after.Status != core.StatusFailedRetryable {
-			return "the policy's fail mode is keep: the record becomes failed_retryable"
+		evict := p.Fail == core.FailEvict
+		if why := byMode(x, p.Fail, evict, core.StatusFailedRetryable); why != "" || evict {
+			return why
 		}
 		return settled(x, p.TTL)
 	case core.EventMarkUnknown:
@@ -407,14 +402,9 @@ func (l *lifeChecker) sweep(x *writeSeen) string {
 		if now.Before(prev.ExpiresAt) {
 			return "the record expires at " + fmtStamp(prev.ExpiresAt) + ", after now " + fmtStamp(now)
 		}
-		if p.Expiry == core.ExpiryHard {
-			if x.kind != core.WriteDelete {
-				return "the policy's expiry is hard: no record is left"
-			}
-			return ""
-		}
-		if after.Status != core.StatusExpired || x.kind != core.WriteUpdate {
-			return "the policy's expiry is soft: the record becomes a tombstone"
+		hard := p.Expiry == core.ExpiryHard
+		if why := byMode(x, p.Expiry, hard, core.StatusExpired); why != "" || hard {
+			return why
 		}
 		if after.Fingerprint != prev.Fingerprint || !after.CreatedAt.Equal(prev.CreatedAt) {
 			return "a tombstone keeps the fingerprint and times that detect key reuse"
@@ -433,6 +423,18 @@ func (l *lifeChecker) sweep(x *writeSeen) string {
 		return ""
 	}
 	return "the sweeper has nothing to do with a " + prev.Status.String() + " record"
+}
+
+// byMode holds x to a policy mode that deletes the record (remove) or
+// else makes it status.
+func byMode(x *writeSeen, mode fmt.Stringer, remove bool, status core.Status) string {
+	switch {
+	case remove && x.kind != core.WriteDelete:
+		return fmt.Sprintf("by the policy (%v) no record is left", mode)
+	case !remove && (x.kind != core.WriteUpdate || x.after.Status != status):
+		return fmt.Sprintf("by the policy (%v) the record becomes %v", mode, status)
+	}
+	return ""
 }
 
 // intoUnknown holds a record that becomes unknown: the reconciler looks at
