@@ -478,7 +478,8 @@ func sameAttempt(x *writeSeen) string {
 }
 
 // unchanged holds an event the fast path applied without writing: an
-// event the table says changes the record must have written.
+// event the table says changes the record must have written (decided
+// holds what it answered).
 func (l *lifeChecker) unchanged(scope int32, ev *core.Event, a *store.Applied) {
 	w := l.w
 	if w.stopped || scope < 0 {
@@ -499,14 +500,8 @@ func (l *lifeChecker) unchanged(scope int32, ev *core.Event, a *store.Applied) {
 			why = "a lease past its end is handed to the reconciler"
 		}
 	case core.EventComplete:
-		switch {
-		case !owned:
-		case prev.Status == core.StatusInProgress || prev.Status == core.StatusUnknown:
+		if owned && (prev.Status == core.StatusInProgress || prev.Status == core.StatusUnknown) {
 			why = "the owner's completion of its " + prev.Status.String() + " record is stored"
-		case prev.Status == core.StatusCompleted && sameResponse(prev.Response, ev.Response) && d != core.DecisionAcknowledged:
-			why = "the same completion again is acknowledged"
-		case prev.Status == core.StatusCompleted && !sameResponse(prev.Response, ev.Response) && d != core.DecisionConflict:
-			why = "another response for a completed record is a conflict"
 		}
 	case core.EventFail:
 		if owned && (prev.Status == core.StatusInProgress || prev.Status == core.StatusUnknown) {
@@ -649,4 +644,117 @@ func (l *lifeChecker) recorded(scope int32, m *opMeta, f *idem.Flow) {
 	if err == nil && r.Kind == idem.ResultExecuted && r.Recorded && m.event == core.EventComplete && !m.holdsCompletion {
 		l.fail(invLifecycle, scope, "the result of attempt %d says its outcome was recorded, but its Complete left the store without that completion", m.attempt)
 	}
+}
+
+// decided holds the decision the fast path's Apply answered for ev on
+// prev (the shadow before it) to the lifecycle table's, with the retry
+// hints a client or the reconciler is given: the table's answer by the
+// checker's own reference (decisionFor), not the core's.
+func (l *lifeChecker) decided(scope int32, prev *core.Record, ev *core.Event, a *store.Applied) {
+	if l.w.stopped {
+		return
+	}
+	got := a.Transition.Decision
+	want := decisionFor(&l.w.policy, prev, ev, a.Now)
+	if want.Kind == core.DecisionExecute {
+		want.Token = a.Record.Token // the store's fresh token
+	}
+	if got != want {
+		l.fail(invLifecycle, scope, "%v of token %d on a %v record (token %d) at %s was answered %v (token %d, retry after %v), want %v (token %d, retry after %v)",
+			ev.Kind, ev.Token, prev.Status, prev.Token, fmtStamp(a.Now), got.Kind, got.Token, got.RetryAfter, want.Kind, want.Token, want.RetryAfter)
+	}
+}
+
+// decisionFor is the lifecycle table of SPEC §5: the decision for ev on
+// prev at now (without Execute's token, which the store hands out).
+func decisionFor(p *core.Policy, prev *core.Record, ev *core.Event, now time.Time) core.Decision {
+	d := func(k core.DecisionKind) core.Decision { return core.Decision{Kind: k} }
+	owned := prev.Exists() && prev.Token == ev.Token
+	switch ev.Kind {
+	case core.EventReserve:
+		switch {
+		case !bindsAt(prev, now):
+			return d(core.DecisionExecute)
+		case prev.Fingerprint != ev.Fingerprint:
+			return d(core.DecisionMismatch)
+		}
+		switch prev.Status {
+		case core.StatusInProgress:
+			if now.Before(prev.LockedUntil) {
+				return core.Decision{Kind: core.DecisionInFlight, RetryAfter: p.RetryAfter}
+			}
+			return core.Decision{Kind: core.DecisionReconciling, RetryAfter: p.RetryAfter}
+		case core.StatusCompleted:
+			return d(core.DecisionReplay)
+		case core.StatusFailedRetryable:
+			return d(core.DecisionExecute)
+		}
+		retry := p.RetryAfter // unknown: come back when the reconciler looks again
+		if !prev.ReconcileAfter.IsZero() {
+			retry = max(retry, prev.ReconcileAfter.Sub(now))
+		}
+		return core.Decision{Kind: core.DecisionReconciling, RetryAfter: retry}
+	case core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat:
+		if !owned {
+			return d(core.DecisionStale)
+		}
+		s := prev.Status
+		switch ev.Kind {
+		case core.EventComplete:
+			switch {
+			case s == core.StatusInProgress || s == core.StatusUnknown:
+				return d(core.DecisionCompleted)
+			case s == core.StatusCompleted && sameResponse(prev.Response, ev.Response):
+				return d(core.DecisionAcknowledged)
+			}
+		case core.EventFail:
+			switch s {
+			case core.StatusInProgress, core.StatusUnknown:
+				return d(core.DecisionFailed)
+			case core.StatusFailedRetryable:
+				return d(core.DecisionAcknowledged)
+			}
+		case core.EventMarkUnknown:
+			switch s {
+			case core.StatusInProgress:
+				return d(core.DecisionMarkedUnknown)
+			case core.StatusUnknown:
+				return d(core.DecisionAcknowledged)
+			}
+		case core.EventHeartbeat:
+			if s == core.StatusInProgress {
+				return d(core.DecisionExtended)
+			}
+		}
+		return d(core.DecisionConflict)
+	case core.EventResolve:
+		switch {
+		case prev.Status != core.StatusUnknown:
+			return d(core.DecisionNotApplicable)
+		case !owned:
+			return d(core.DecisionStale)
+		case ev.Verdict != core.VerdictStillUnknown:
+			return d(core.DecisionResolved)
+		case prev.ReconcileAttempts+1 >= p.ReconcileAttemptsMax:
+			return d(core.DecisionAbandoned)
+		}
+		return core.Decision{Kind: core.DecisionRescheduled, RetryAfter: reconcileBackoff(p, prev.ReconcileAttempts)}
+	case core.EventSweep:
+		switch prev.Status {
+		case core.StatusInProgress:
+			if !now.Before(prev.LockedUntil) {
+				return d(core.DecisionLeaseExpired)
+			}
+		case core.StatusCompleted, core.StatusFailedRetryable:
+			if !now.Before(prev.ExpiresAt) {
+				return d(core.DecisionExpired)
+			}
+		case core.StatusExpired:
+			if !now.Before(prev.ExpiresAt) {
+				return d(core.DecisionPruned)
+			}
+		}
+		return d(core.DecisionNothingDue)
+	}
+	return d(core.DecisionInvalid)
 }

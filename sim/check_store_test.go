@@ -63,6 +63,11 @@ func TestLifecycleCheckerCatchesPlantedBugs(t *testing.T) {
 				rec.ReconcileAfter = rec.ReconcileAfter.Add(p.ReconcileBackoffBase)
 			}
 		}, false},
+		{"the same completion again is answered conflict", func(_, _ *core.Record, ev *core.Event, _ *core.Policy, tr *core.Transition) {
+			if ev.Kind == core.EventComplete && tr.Decision.Kind == core.DecisionAcknowledged {
+				tr.Decision.Kind = core.DecisionConflict
+			}
+		}, false},
 		{"a heartbeat answers extended without extending", func(before, rec *core.Record, ev *core.Event, _ *core.Policy, tr *core.Transition) {
 			if ev.Kind == core.EventHeartbeat && tr.Decision.Kind == core.DecisionExtended {
 				rec.LockedUntil = before.LockedUntil

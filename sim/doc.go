@@ -55,7 +55,8 @@
 // "still unknown" counts one attempt, backs off base * 2^n capped, and
 // gives the record up at exactly the policy's maximum; a new attempt never
 // replaces an in_progress or unknown record), an owner event the table
-// says changes the record that left it unchanged, or a Result.Recorded
+// says changes the record that left it unchanged, a decision of the fast
+// path's Apply other than the table's, or a Result.Recorded
 // that claims a completion the store does not hold; and 0 for the store
 // itself, a read that differs from the last write. Invariant 8 keeps its
 // own small reference of each rule (check_store.go), never package core's:

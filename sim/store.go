@@ -197,8 +197,12 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			return err
 		}
 		c.meta.now = out.Now
+		i, known := w.scopeIdx[scope]
+		if known {
+			w.check.life.decided(i, &w.shadow[i], &ev, out)
+		}
 		if out.Transition.Write.Kind == core.WriteNone {
-			if i, ok := w.scopeIdx[scope]; ok {
+			if known {
 				w.check.life.unchanged(i, &ev, out)
 			}
 			c.meta.heard(&out.Record, &ev)
