@@ -27,6 +27,7 @@ var invariantNames = [...]string{
 	5: "no zombie",
 	6: "clients converge",
 	7: "fail closed",
+	8: "lifecycle rules and policy",
 }
 
 // checker holds a run to SPEC §6. It only observes: the store's writes, the
@@ -53,6 +54,9 @@ type checker struct {
 	// tokens: every attempt token ever granted, and its scope: a token never
 	// repeats, for a scope (across deletes and prunes) or across scopes.
 	tokens map[core.Token]int32
+	// life holds the store's reads and writes to SPEC §5 and the seed's
+	// policy (check_store.go).
+	life lifeChecker
 }
 
 // incarnation names one life of a key: its scope and its CreatedAt.
@@ -75,6 +79,7 @@ func (c *checker) init(w *world) {
 	c.seen = make(map[incarnation]seenAnswer, w.cfg.Requests)
 	c.everEffect = make([]bool, w.cfg.Requests)
 	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
+	c.life.init(w)
 }
 
 // fail records a violation and stops the run.
@@ -199,7 +204,7 @@ func (c *checker) final() {
 		rec := &w.shadow[i]
 		switch rec.Status {
 		case core.StatusUnknown:
-			if rec.ReconcileAfter.IsZero() {
+			if c.life.givenUp(scope, rec) {
 				abandoned[i] = true
 				w.report.Abandoned++
 				continue

@@ -314,3 +314,60 @@ func (c *Config) rates(swarm *rand.Rand) [faultCount]float64 {
 	}
 	return r
 }
+
+// --- The reconcilers' world, drawn per seed (issue 11: the schedules that
+// stale findings and long unknown spells need). One contiguous block, so
+// that other drawn parameters merge beside it.
+
+// reconcileWorld is how the seed's reconcilers see the ledger.
+type reconcileWorld struct {
+	// reconcilers run side by side, each on its own ticks: two of them
+	// list the same due records, and one's finding can arrive after the
+	// other settled the key and a retry re-executed it. Two answer "still
+	// unknown" twice as often, so only where the attempt limit allows it.
+	reconcilers int
+	// slow is, per reconciler, how often its Check takes longer and by how
+	// much (a ledger query that hits a cold partition): the key moves on
+	// meanwhile. The second reconciler is the slow one: its findings come
+	// late, while the first keeps the run converging.
+	slow [2]slowCheck
+	// ledgerLag is how late the ledger may show what an attempt did:
+	// until the attempt's lease end plus the lag, the Check answers still
+	// unknown, and records stay unknown past their TTL while clients retry
+	// them. Only with reconcile limits the lag cannot exhaust: a record
+	// given up to an operator leaves its clients without an answer, which
+	// a run may show now and then, not in every seed.
+	ledgerLag time.Duration
+	rng       *rand.Rand // the stream of the Checks' slowness
+}
+
+// slowCheck is how often a reconciler's Check is slow, and how slow.
+type slowCheck struct {
+	share    float64
+	min, max time.Duration
+}
+
+// drawReconcileWorld draws the reconcilers' world of seed from a stream
+// of its own, so that it changes no other component's draws.
+func drawReconcileWorld(seed uint64, p *core.Policy) reconcileWorld {
+	component := uint64(0x7ec0) // a sub-seed no other stream uses
+	r := rand.New(rand.NewPCG(splitmix(seed^component*0x9e3779b97f4a7c15), splitmix(seed+component)))
+	rw := reconcileWorld{reconcilers: 1 + r.IntN(2), rng: r}
+	rw.slow[0] = slowCheck{share: []float64{0, 0.02, 0.1}[r.IntN(3)], min: 300 * time.Millisecond, max: 1500 * time.Millisecond}
+	rw.slow[1] = slowCheck{share: 0.5, min: 500 * time.Millisecond, max: 3 * time.Second}
+	rw.ledgerLag = []time.Duration{0, 0, 0, time.Second, 3 * time.Second}[r.IntN(5)]
+	if p.ReconcileAttemptsMax < 20 {
+		rw.reconcilers, rw.ledgerLag = 1, 0
+	}
+	return rw
+}
+
+// checkDelay is how much longer than a network round trip the next Check
+// of reconciler i takes.
+func (rw *reconcileWorld) checkDelay(i int32) int64 {
+	s := &rw.slow[i]
+	if s.share == 0 || rw.rng.Float64() >= s.share {
+		return 0
+	}
+	return between(rw.rng, s.min, s.max)
+}

@@ -25,7 +25,11 @@
 //     is what lets the reconciler conclude "not executed" once an unknown
 //     record's lease end has passed. Its ledger is the ground truth.
 //   - The real idem.Reconciler (reading the ledger) and idem.Sweeper run
-//     every few hundred milliseconds.
+//     every few hundred milliseconds. The seed draws a second reconciler
+//     beside the first, whose Checks are often slow (its findings arrive
+//     after the key moved on), and a ledger that shows what an attempt did
+//     only some time after its lease end (records stay unknown past their
+//     TTL while clients retry).
 //   - The store is the real memstore behind faultyStore, which makes calls
 //     fail before they apply or after a write applied (an ambiguous commit).
 //
@@ -41,7 +45,22 @@
 // payload charged under another fingerprint; 4, an owner's write over a
 // record of another attempt; 5, a record still in_progress or unknown at the
 // end; 6, a request without a definitive answer within the bound after
-// healing; 7, a gateway call without a reservation the store acknowledged.
+// healing; 7, a gateway call without a reservation the store acknowledged;
+// 8, a store write that breaks the lifecycle table of SPEC §5 or the seed's
+// drawn policy (each write of an incarnation bumps the version by one;
+// after Fail, evict leaves no record and keep a failed_retryable one; a
+// TTL sweep leaves a tombstone without a response for the retention, or
+// nothing; a heartbeat extends the lease to now + lease; a Resolve changes
+// only a record unknown with its attempt's token, as the Check found, and
+// "still unknown" counts one attempt, backs off base * 2^n capped, and
+// gives the record up at exactly the policy's maximum; a new attempt never
+// replaces an in_progress or unknown record), an owner event the table
+// says changes the record that left it unchanged, a decision of the fast
+// path's Apply other than the table's, or a Result.Recorded
+// that claims a completion the store does not hold; and 0 for the store
+// itself, a read that differs from the last write. Invariant 8 keeps its
+// own small reference of each rule (check_store.go), never package core's:
+// a bug planted in the core would otherwise be planted in its checker.
 // With Config.LinCheck, the store's history is also checked for
 // linearizability. The first violation stops the run; its report carries the
 // scope's events and Config.Command reproduces it.

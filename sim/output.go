@@ -59,7 +59,7 @@ func (c *Config) Describe() string {
 	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)
 	fmt.Fprintf(&b, "\nphases:     faults for %v of arrivals, then healing", c.Arrival)
 	if c.LinCheck {
-		b.WriteString("\nchecks:     SPEC §6 invariants 1-7, and the store's history for linearizability")
+		b.WriteString("\nchecks:     SPEC §6 invariants 1-7, SPEC §5 and the drawn policy on every store write (8), and the store's history for linearizability")
 	}
 	return b.String()
 }

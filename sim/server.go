@@ -447,6 +447,7 @@ func toAnswer(r idem.Result, err error) answer {
 }
 
 func (c *serverCall) reply() {
+	c.s.w.check.life.recorded(c.scope, &c.main.meta, c.call)
 	a := toAnswer(c.call.Result())
 	a.created = c.created
 	c.s.w.sendAnswer(c.s, c.att, a)

@@ -3,11 +3,11 @@ package sim
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/linearizability"
 	"github.com/idemkit/idem/store"
-	memstore "github.com/idemkit/idem/store/mem"
 )
 
 var errStoreDown = errors.New("sim: store unavailable (injected)")
@@ -22,6 +22,25 @@ type opMeta struct {
 	event    core.EventKind
 	attempt  core.Token
 	returnAt int64 // when the caller hears back, for the linearizability history
+	// now is the store's time of the event the caller applies: what its
+	// last Load read (load, step, then write) or its Apply ran at. The
+	// lifecycle checker holds the write that follows to it.
+	now time.Time
+	// finding is what the reconciler's last Check found, for the Resolve
+	// it applies next (nil for other callers).
+	finding *findingSeen
+	// holdsCompletion: after the caller's last store call for a Complete,
+	// the store held that completion of its attempt (what Result.Recorded
+	// may claim).
+	holdsCompletion bool
+}
+
+// heard notes the record a server's Complete found or left, with ev, the
+// Complete, when known (its response is then compared too).
+func (m *opMeta) heard(rec *core.Record, ev *core.Event) {
+	if m.actor == ActorServer && m.event == core.EventComplete {
+		m.holdsCompletion = rec.Status == core.StatusCompleted && rec.Token == m.attempt && (ev == nil || sameResponse(rec.Response, ev.Response))
+	}
 }
 
 // faultyStore puts the real memory store behind the store faults of SPEC §8:
@@ -30,7 +49,14 @@ type opMeta struct {
 // reach it through a callerStore, which names who is calling.
 type faultyStore struct {
 	w     *world
-	inner *memstore.Store
+	inner innerStore
+}
+
+// innerStore is the store the faults are put around: the memory store (in
+// a checker's test, a broken store around it).
+type innerStore interface {
+	store.Store
+	store.Applier
 }
 
 // callerStore is the faulty store as one caller sees it: every call through
@@ -67,6 +93,9 @@ func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot
 	snap, err := c.s.inner.Load(ctx, scope)
 	if err == nil {
 		w.history(c.meta, linearizability.StoreOperation{Kind: store.MethodLoad, Scope: scope, Record: snap.Record, FreshToken: snap.FreshToken, Ended: linearizability.EndedOK})
+		c.meta.now = snap.Now
+		c.meta.heard(&snap.Record, nil)
+		w.check.life.loaded("Load", &snap.Record)
 	}
 	return snap, err
 }
@@ -93,7 +122,7 @@ func (c callerStore) write(ctx context.Context, kind core.WriteKind, rec *core.R
 		c.record(kind, rec, v, t, linearizability.EndedConflict)
 		return err
 	}
-	w.applied(c.meta, rec, kind, t)
+	c.applied(rec, kind, core.Write{Kind: kind, ExpectVersion: v, ExpectToken: t}, nil)
 	if w.fault(FaultStoreErrorAfter, w.rng.store) {
 		w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatFaultAfter, Token: rec.Token})
 		c.record(kind, rec, v, t, linearizability.EndedIndeterminate) // the caller cannot tell it applied
@@ -137,7 +166,11 @@ func (c callerStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]
 	if c.s.failBefore() {
 		return nil, errStoreDown
 	}
-	return c.s.inner.Due(ctx, kind, limit)
+	recs, err := c.s.inner.Due(ctx, kind, limit)
+	for i := range recs {
+		c.s.w.check.life.due(kind, &recs[i])
+	}
+	return recs, err
 }
 
 // Wait is never called by the simulator, which wakes waiters itself when it
@@ -163,8 +196,18 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			w.lifeHistory(c.meta, op)
 			return err
 		}
-		if out.Transition.Write.Kind != core.WriteNone {
-			w.applied(c.meta, &out.Record, out.Transition.Write.Kind, out.Transition.Write.ExpectToken)
+		c.meta.now = out.Now
+		i, known := w.scopeIdx[scope]
+		if known {
+			w.check.life.decided(i, &w.shadow[i], &ev, out)
+		}
+		if out.Transition.Write.Kind == core.WriteNone {
+			if known {
+				w.check.life.unchanged(i, &ev, out)
+			}
+			c.meta.heard(&out.Record, &ev)
+		} else {
+			c.applied(&out.Record, out.Transition.Write.Kind, out.Transition.Write, &ev)
 			if w.fault(FaultStoreErrorAfter, w.rng.store) {
 				w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatFaultAfter, Token: out.Record.Token})
 				op.Ended, op.WriteKnown = linearizability.EndedIndeterminate, true
@@ -175,6 +218,24 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 		w.lifeHistory(c.meta, op)
 		return nil
 	}
+}
+
+// applied reports a write the store applied for the caller, of kind under
+// the precondition expect (ev: the event behind it, when known), to the
+// lifecycle checker, which holds it against the shadow as it is before the
+// write, and then to the world. (The world may wake servers that write in
+// turn, so the checker hears of this write first.)
+func (c callerStore) applied(rec *core.Record, kind core.WriteKind, expect core.Write, ev *core.Event) {
+	w := c.s.w
+	if scope, ok := w.scopeIdx[rec.Scope]; ok {
+		after := rec
+		if kind == core.WriteDelete {
+			after = &core.Record{Scope: rec.Scope}
+		}
+		w.check.life.written(&writeSeen{m: c.meta, scope: scope, prev: &w.shadow[scope], after: after, kind: kind, expect: expect, ev: ev, now: c.meta.now})
+		c.meta.heard(after, ev)
+	}
+	w.applied(c.meta, rec, kind, expect.ExpectToken)
 }
 
 // client is the history's client number of the caller m.

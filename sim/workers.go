@@ -33,6 +33,14 @@ type workerActor struct {
 	cancel context.CancelFunc
 	alive  bool // the coroutine is under way
 	halted bool // the world stopped during a run: no more store calls
+
+	// A reconciler's: what its last Check found (meta.finding points
+	// here), the ledger as the seed drew it, and the second reconciler
+	// beside it, if the seed drew one (ticked and ended with it).
+	found     findingSeen
+	ledger    *reconcileWorld
+	sibling   *workerActor
+	siblingOn bool
 }
 
 // runEnded is what the coroutine yields when a run is over.
@@ -44,6 +52,11 @@ const runEnded = -1
 func (a *workerActor) tick() {
 	if a.w.stopped {
 		return
+	}
+	if a.sibling != nil && !a.siblingOn {
+		// The second reconciler ticks half a period after the first.
+		a.siblingOn = true
+		a.w.after(a.every/2, a.sibling.tick)
 	}
 	if !a.alive {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -86,6 +99,9 @@ func (a *workerActor) end() {
 		a.alive, a.halted = false, true
 		a.cancel()
 		a.stop()
+	}
+	if a.sibling != nil {
+		a.sibling.end()
 	}
 }
 
@@ -177,23 +193,36 @@ func (c coStore) apply(next store.ApplyFunc) store.ApplyFunc {
 	}
 }
 
-// newWorkerActors builds the sweeper and the reconciler as actors over
-// their own views of the store.
+// newWorkerActors builds the sweeper and the reconciler (two, on the seeds
+// that draw them) as actors over their own views of the store.
 func (w *world) newWorkerActors() {
 	w.sweepMeta = opMeta{actor: ActorSweeper, scope: -1}
 	w.reconcileMeta = opMeta{actor: ActorReconciler, scope: -1}
 	sweep := &workerActor{w: w, meta: &w.sweepMeta, every: int64(w.cfg.SweepEvery), after: func() bool { return true }}
-	rec := &workerActor{w: w, meta: &w.reconcileMeta, every: int64(w.cfg.ReconcileEvery), after: w.afterReconcile}
 	sweeper, err := w.actorExecutor(sweep).Sweeper(idem.WithBatchSize(50))
 	if err != nil {
 		panic(err) // unreachable: the batch size is positive
 	}
-	reconciler, err := w.actorExecutor(rec).Reconciler(w.checkAs(rec), idem.WithBatchSize(50))
+	sweep.run = sweeper.RunOnce
+	w.sweepActor = sweep
+	ledger := drawReconcileWorld(w.cfg.Seed, &w.policy)
+	w.reconcileActor = w.reconcilerActor(&w.reconcileMeta, &ledger, w.afterReconcile)
+	if ledger.reconcilers > 1 {
+		// The second one only works: the first ends the run once it settled.
+		w.reconcileActor.sibling = w.reconcilerActor(&opMeta{actor: ActorReconciler, actorID: 1, scope: -1}, &ledger, func() bool { return true })
+	}
+}
+
+// reconcilerActor is a reconciler actor over meta's view of the store.
+func (w *world) reconcilerActor(meta *opMeta, ledger *reconcileWorld, after func() bool) *workerActor {
+	a := &workerActor{w: w, meta: meta, every: int64(w.cfg.ReconcileEvery), after: after, ledger: ledger}
+	meta.finding = &a.found
+	reconciler, err := w.actorExecutor(a).Reconciler(w.checkAs(a), idem.WithBatchSize(50))
 	if err != nil {
 		panic(err) // unreachable: the check is set
 	}
-	sweep.run, rec.run = sweeper.RunOnce, reconciler.RunOnce
-	w.sweepActor, w.reconcileActor = sweep, rec
+	a.run = reconciler.RunOnce
+	return a
 }
 
 // actorExecutor is an executor over a's coroutine view of the store.
@@ -213,18 +242,46 @@ func (w *world) actorExecutor(a *workerActor) *idem.Executor {
 
 // checkAs is the reconciler's Check for actor a: a look at the gateway's
 // ledger, a network round trip away (the ledger is read when the question
-// arrives).
+// arrives), now and then a slow one, and blind to what an attempt did
+// until its lease end plus the seed's ledger lag. It tells the lifecycle
+// checker what it found, for the Resolve that follows.
 func (w *world) checkAs(a *workerActor) idem.Check {
 	return func(ctx context.Context, rec idem.Record) (idem.Finding, error) {
-		if a.halted || !a.suspend(w.netLatency()) {
+		if a.halted || !a.suspend(w.netLatency()+a.ledger.checkDelay(a.meta.actorID)) {
 			return idem.Finding{}, errWorldStopped
 		}
-		f, err := w.reconcileCheck(ctx, rec)
+		var f idem.Finding
+		var err error
+		if lag := a.ledger.ledgerLag; lag > 0 && w.Time().Before(rec.LockedUntil.Add(lag)) {
+			f = idem.Finding{Verdict: core.VerdictStillUnknown}
+		} else {
+			f, err = w.reconcileCheck(ctx, rec)
+		}
 		if !a.suspend(w.netLatency()) {
 			return idem.Finding{}, errWorldStopped
 		}
+		a.found = w.findingSeen(&rec, f, err)
 		return f, err
 	}
+}
+
+// findingSeen is the Resolve a Check's answer about rec must lead to: its
+// verdict, or still unknown when the Check erred or answered something
+// that cannot be stored (no verdict, or an outcome that is not the
+// ledger's).
+func (w *world) findingSeen(rec *idem.Record, f idem.Finding, err error) findingSeen {
+	scope, ok := w.scopeIdx[rec.Scope]
+	fs := findingSeen{set: ok, scope: scope, token: rec.Token, verdict: core.VerdictStillUnknown}
+	switch {
+	case err != nil:
+	case f.Verdict == core.VerdictNotExecuted || f.Verdict == core.VerdictStillUnknown:
+		fs.verdict = f.Verdict
+	case f.Verdict == core.VerdictExecuted:
+		if ch := w.gateway.find(attemptID{scope, rec.Token}); ch != nil && sameResponse(ch.response(), f.Response) {
+			fs.verdict, fs.response = core.VerdictExecuted, f.Response
+		}
+	}
+	return fs
 }
 
 // afterReconcile ends the run once everything settled.
