@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+)
+
+// Checks of the executor's own Do, in RunLive: SPEC §5's rules that only a
+// host running the action keeps (the Flow path leaves them to its host),
+// and §7's counters. They are numbered after §6's invariants.
+const (
+	invExecutor = 9  // Do's contract: leases (§5 Heartbeat, lease loss), the detached outcome, the in-flight answer
+	invMetrics  = 10 // SPEC §7 counters
+)
+
+var checkNames = map[int]string{invExecutor: "executor contract", invMetrics: "metrics"}
+
+// failAs records a violation of check inv (invExecutor, invMetrics) through
+// the checker, and only the first: later ones follow from it.
+func (c *checker) failAs(inv int, scope int32, format string, args ...any) {
+	if c.w.stopped {
+		return
+	}
+	c.fail(0, scope, format, args...)
+	v := &c.w.report.Violations[len(c.w.report.Violations)-1]
+	v.Invariant, v.Name = inv, checkNames[inv]
+}
+
+// heard hears what the caller of a Do (call) or a worker (call nil) heard
+// of applying ev: the counters' recount, and for a Do what its attempt
+// knows of its lease, and how its outcome was written.
+func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
+	w := l.lock()
+	defer l.unlock()
+	l.recount.heard(ev.Kind, a, err)
+	if c == nil {
+		return
+	}
+	switch ev.Kind {
+	case core.EventHeartbeat:
+		switch {
+		case err != nil || !c.acting:
+		case a.Transition.Decision.Kind == core.DecisionExtended:
+			if a.Record.LockedUntil.After(c.leaseEnd) {
+				c.leaseEnd = a.Record.LockedUntil
+			}
+		case c.lostAt.IsZero():
+			c.lostAt = l.now() // the heart now knows the lease is lost, for good
+		}
+	case core.EventComplete, core.EventFail, core.EventMarkUnknown:
+		if c.acted && err == nil && c.ctx.Err() != nil {
+			l.played.outcomeAfterLeft++
+		}
+		if c.acted && err != nil && !errors.Is(err, errStoreDown) && !store.Refused(err) {
+			// The store did not fail, yet the outcome was not written: the
+			// write did not outlive its caller (SPEC §5: a client that
+			// disconnects must not turn a charge into an unknown).
+			w.check.failAs(invExecutor, c.req.scope, "the %v of attempt %d failed though the store did not: %v (its caller gone: %v)", ev.Kind, c.token, err, c.ctx.Err() != nil)
+		}
+	}
+}
+
+// leaseCancelled hears an action cancelled for a lost lease (SPEC §5
+// Heartbeat): not while the lease it heard of still runs. A heartbeat that
+// the store failed leaves the lease to its last extension; only its end,
+// or an answer that the record is no longer the attempt's, loses it.
+func (l *live) leaseCancelled(c *liveCall) {
+	w := l.lock()
+	defer l.unlock()
+	if now := l.now(); now.Before(c.leaseEnd) {
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d was cancelled for a lost lease %v before the end of the lease it had been extended to (%v; its first lease ended %v)",
+			c.token, c.leaseEnd.Sub(now), fmtTime(int64(c.leaseEnd.Sub(epoch))), fmtTime(int64(c.firstEnd.Sub(epoch))))
+	}
+}
+
+// actionEnded hears the action return: an attempt whose heartbeat was told
+// the lease is lost must be told at once (SPEC §5: its context cancelled),
+// not left to run on beside the attempt that may take the key over.
+func (l *live) actionEnded(a *actionRun) {
+	w := l.lock()
+	defer l.unlock()
+	c := a.c
+	c.acting, c.acted = false, true
+	if now := l.now(); c.leaseEnd.After(c.firstEnd) && now.After(c.firstEnd) {
+		l.played.extendedPastFirst++
+	}
+	if a.leaseLost && !c.lostAt.IsZero() {
+		l.played.leaseLostTold++
+	}
+	if a.leaseLost || a.callerGone || c.lostAt.IsZero() {
+		return
+	}
+	slack := max(w.policy.LeaseDuration/3, 10*time.Millisecond)
+	if late := l.now().Sub(c.lostAt); late > slack {
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d's heartbeat found the record no longer its own at %v, but its action ran on uncancelled for %v",
+			c.token, fmtTime(int64(c.lostAt.Sub(epoch))), late)
+	}
+}
+
+// checkResult holds what Do returned to its caller: a success is an
+// outcome (executed or replayed, with a status HTTP can send), never an
+// empty result (a store failure answered as success breaks fail closed);
+// an in-flight answer has the status the policy asks for (409, or 202).
+// A caller that went away is not judged: nobody hears its answer.
+func (l *live) checkResult(c *liveCall, res idem.Result, err error, callerGone bool) {
+	w := l.w
+	if err == nil {
+		if (res.Kind != idem.ResultExecuted && res.Kind != idem.ResultReplayed) || res.Response.StatusCode < 200 || res.Response.StatusCode > 599 {
+			w.check.fail(7, c.req.scope, "Do answered success without an outcome (kind %v, status %d): a failure answered as success", res.Kind, res.Response.StatusCode)
+		}
+		return
+	}
+	var e *idem.Error
+	if callerGone || !errors.As(err, &e) || e.Code != idem.CodeInProgress {
+		return
+	}
+	l.played.inFlight++
+	want := http.StatusConflict
+	if w.policy.InFlightAnswer == core.InFlightAccepted {
+		want = http.StatusAccepted
+	}
+	if e.Status != want {
+		w.check.failAs(invExecutor, c.req.scope, "an in-flight answer had status %d; the policy (%v) asks for %d", e.Status, w.policy.InFlightAnswer, want)
+	}
+}
