@@ -115,16 +115,25 @@ func (l *live) checkResult(c *liveCall, res idem.Result, err error, callerGone b
 		}
 		return
 	}
-	var e *idem.Error
-	if callerGone || !errors.As(err, &e) || e.Code != idem.CodeInProgress {
-		return
+	if !callerGone && w.check.inFlightAnswer(c.req.scope, err) {
+		l.played.inFlight++
 	}
-	l.played.inFlight++
+}
+
+// inFlightAnswer holds an answer (the error of a Do or a Flow) that another
+// attempt holds the key to the status the policy asks for (SPEC §5: 409,
+// or 202 + Retry-After); true if err was such an answer.
+func (c *checker) inFlightAnswer(scope int32, err error) bool {
+	var e *idem.Error
+	if !errors.As(err, &e) || e.Code != idem.CodeInProgress {
+		return false
+	}
 	want := http.StatusConflict
-	if w.policy.InFlightAnswer == core.InFlightAccepted {
+	if c.w.policy.InFlightAnswer == core.InFlightAccepted {
 		want = http.StatusAccepted
 	}
 	if e.Status != want {
-		w.check.failAs(invExecutor, c.req.scope, "an in-flight answer had status %d; the policy (%v) asks for %d", e.Status, w.policy.InFlightAnswer, want)
+		c.failAs(invExecutor, scope, "an in-flight answer had status %d; the policy (%v) asks for %d", e.Status, c.w.policy.InFlightAnswer, want)
 	}
+	return true
 }

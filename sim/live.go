@@ -242,7 +242,7 @@ func (l *live) run() {
 		w.check.final()
 	}
 	if !w.stopped {
-		l.recount.compare(&w.check, w.metrics)
+		l.recount.compare(&w.check, w.metrics.Total, allCounters)
 	}
 	w.report.finish(w)
 }
