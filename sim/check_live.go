@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -10,9 +11,10 @@ import (
 	"github.com/idemkit/idem/store"
 )
 
-// Checks of the executor's own Do, in RunLive: SPEC §5's rules that only a
-// host running the action keeps (the Flow path leaves them to its host),
-// and §7's counters. They are numbered after §6's invariants.
+// Checks of the executor's own contract, numbered after §6's invariants:
+// SPEC §5's rules that only Do keeps (its heartbeat, its detached outcome:
+// the Flow path leaves them to its host), checked in RunLive; the in-flight
+// answer's status, on both paths; and §7's counters (check_metrics.go).
 const (
 	invExecutor = 9  // Do's contract: leases (§5 Heartbeat, lease loss), the detached outcome, the in-flight answer
 	invMetrics  = 10 // SPEC §7 counters
@@ -21,9 +23,9 @@ const (
 var checkNames = map[int]string{invExecutor: "executor contract", invMetrics: "metrics"}
 
 // failAs records a violation of check inv (invExecutor, invMetrics) through
-// the checker, and only the first: later ones follow from it.
+// the checker, unless one was recorded already: later ones follow from it.
 func (c *checker) failAs(inv int, scope int32, format string, args ...any) {
-	if c.w.stopped {
+	if len(c.w.report.Violations) > 0 {
 		return
 	}
 	c.fail(0, scope, format, args...)
@@ -80,8 +82,13 @@ func (l *live) leaseCancelled(c *liveCall) {
 
 // actionEnded hears the action return: an attempt whose heartbeat was told
 // the lease is lost must be told at once (SPEC §5: its context cancelled),
-// not left to run on beside the attempt that may take the key over.
+// not left to run on beside the attempt that may take the key over. An
+// action that ended on its own while its context was cancelled (both were
+// ready at once) was told.
 func (l *live) actionEnded(a *actionRun) {
+	if errors.Is(context.Cause(a.ctx), idem.ErrLeaseLost) {
+		a.leaseLost = true
+	}
 	w := l.lock()
 	defer l.unlock()
 	c := a.c

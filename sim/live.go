@@ -70,7 +70,7 @@ type live struct {
 // it. No Config reaches them.
 type livePlants struct {
 	corruptReplays     bool // a replay one byte off (invariant 2)
-	ignoreLeaseLoss    bool // the action goes on when its lease is lost, as a detached one goes on without its caller
+	leaseLossUntold    bool // the action's context is the caller's: a lost lease never cancels it
 	zombieOwnUnknown   bool // zombie_key also counts an owner's MarkUnknown
 	swapInFlight       bool // the in-flight answer is the other status than the policy's
 	emptySuccess       bool // a store failure answered as an empty success
@@ -238,10 +238,8 @@ func (l *live) run() {
 	w = l.lock()
 	defer l.unlock()
 	w.report.Converged = l.settledLocked()
-	if !w.stopped {
-		w.check.final()
-	}
-	if !w.stopped {
+	w.check.final()
+	if len(w.report.Violations) == 0 {
 		l.recount.compare(&w.check, w.metrics.Total, allCounters)
 	}
 	w.report.finish(w)

@@ -190,10 +190,6 @@ type actionRun struct {
 // with its error.
 func (a *actionRun) stop() (bool, error) {
 	cause := context.Cause(a.ctx)
-	if errors.Is(cause, idem.ErrLeaseLost) && a.c.l.plant.ignoreLeaseLoss {
-		a.done = nil // planted: it goes on, unaware
-		return false, nil
-	}
 	if errors.Is(cause, idem.ErrLeaseLost) {
 		a.leaseLost = true
 		a.c.l.leaseCancelled(a.c)
@@ -228,6 +224,9 @@ func (c *liveCall) action(ctx context.Context, at idem.Attempt) (idem.Response, 
 	}
 	timeout := w.cfg.GatewayTimeout
 	l.unlock()
+	if l.plant.leaseLossUntold {
+		ctx = c.ctx
+	}
 	a := &actionRun{c: c, ctx: ctx, done: ctx.Done()}
 	resp, err := c.charge(a, at, refused, lostBefore, lostAfter, transit, timeout)
 	if err == nil && c.work > 0 {

@@ -70,7 +70,7 @@ func TestLiveCatchesPlantedBugs(t *testing.T) {
 		tune  func(*Config)
 	}{
 		{"corrupt replays", 2, livePlants{corruptReplays: true}, nil},
-		{"lease loss ignored", invExecutor, livePlants{ignoreLeaseLoss: true}, nil},
+		{"lease loss untold", invExecutor, livePlants{leaseLossUntold: true}, nil},
 		{"zombie counts the owner's MarkUnknown", invMetrics, livePlants{zombieOwnUnknown: true}, nil},
 		{"in-flight status swapped", invExecutor, livePlants{swapInFlight: true}, func(c *Config) {
 			c.Lifecycle.InFlightWait = 0 // no wait: every overlap answers in flight

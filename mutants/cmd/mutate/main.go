@@ -425,7 +425,7 @@ func unitCell(res result) cell {
 }
 
 var (
-	summaryRE   = regexp.MustCompile(`summary over (\d+) seeds \((\d+) with violations\)`)
+	summaryRE   = regexp.MustCompile(`summary over (\d+) seeds \((\d+) with violations[;)]`)
 	invariantRE = regexp.MustCompile(`(?m)^  invariant (\d+) \(`)
 )
 
