@@ -177,6 +177,10 @@ func (s liveStore) Due(ctx context.Context, kind store.DueKind, limit int) (recs
 	return recs, err
 }
 
+// StepFunc is the core the seed steps events with (Config.Step), for the
+// load-step-write path (store.Stepper).
+func (s liveStore) StepFunc() core.StepFunc { return s.l.w.cfg.Step }
+
 func (s liveStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
 	return s.inner.Wait(ctx, scope, v, t) // blocks: never under the lock
 }

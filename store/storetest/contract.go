@@ -331,22 +331,8 @@ func (c *contract) recordsAreCopies(t *testing.T) {
 // too.
 func (c *contract) appliedResponsesAreCopies(t *testing.T) {
 	s := c.newStore(t)
-	ctx := context.Background()
 	p := core.DefaultPolicy()
-	apply := func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
-		t.Helper()
-		var a store.Applied
-		var err error
-		if held != nil {
-			err = store.ApplyHeld(ctx, s, held, ev, &p, &a)
-		} else {
-			err = store.Apply(ctx, s, sc, ev, &p, &a)
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", ev.Kind, err)
-		}
-		return a
-	}
+	apply := applyOrHeld(t, s, &p)
 	for i, how := range []string{"apply complete", "apply-held complete", "apply resolve executed"} {
 		sc := c.scope(t, i)
 		r := apply(sc, nil, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
@@ -732,6 +718,27 @@ func (c *contract) stepThrough(t *testing.T, p *core.Policy, i int, st applierSt
 	return a
 }
 
+// applyOrHeld returns a function that applies an event to s through
+// store.ApplyHeld when given a held record, else through store.Apply, and
+// fails the test on an error.
+func applyOrHeld(t *testing.T, s store.Store, p *core.Policy) func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
+	return func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
+		t.Helper()
+		ctx := context.Background()
+		var a store.Applied
+		var err error
+		if held != nil {
+			err = store.ApplyHeld(ctx, s, held, ev, p, &a)
+		} else {
+			err = store.Apply(ctx, s, sc, ev, p, &a)
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", ev.Kind, err)
+		}
+		return a
+	}
+}
+
 // heldApplier checks ApplyHeld where it may not save the load: a held
 // record that a heartbeat has since moved on (the event must still apply),
 // and one of an attempt that lost its token (the completion is stale and
@@ -741,22 +748,8 @@ func (c *contract) heldApplier(t *testing.T) {
 	if _, ok := s.(store.HeldApplier); !ok {
 		t.Log("not a store.HeldApplier: store.ApplyHeld is store.Apply")
 	}
-	ctx := context.Background()
 	p := core.DefaultPolicy()
-	apply := func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
-		t.Helper()
-		var a store.Applied
-		var err error
-		if held != nil {
-			err = store.ApplyHeld(ctx, s, held, ev, &p, &a)
-		} else {
-			err = store.Apply(ctx, s, sc, ev, &p, &a)
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", ev.Kind, err)
-		}
-		return a
-	}
+	apply := applyOrHeld(t, s, &p)
 	// Moved on by a heartbeat: the held version is stale, the token still owns.
 	sc := c.scope(t, 0)
 	r := apply(sc, nil, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
