@@ -114,17 +114,20 @@ func (l *live) actionEnded(a *actionRun) {
 // empty result (a store failure answered as success breaks fail closed);
 // an in-flight answer has the status the policy asks for (409, or 202).
 // A caller that went away is not judged: nobody hears its answer.
-func (l *live) checkResult(c *liveCall, res idem.Result, err error, callerGone bool) {
+// False if the answer is not one: the other checkers are not to read it.
+func (l *live) checkResult(c *liveCall, res idem.Result, err error, callerGone bool) bool {
 	w := l.w
 	if err == nil {
 		if (res.Kind != idem.ResultExecuted && res.Kind != idem.ResultReplayed) || res.Response.StatusCode < 200 || res.Response.StatusCode > 599 {
 			w.check.fail(7, c.req.scope, "Do answered success without an outcome (kind %v, status %d): a failure answered as success", res.Kind, res.Response.StatusCode)
+			return false
 		}
-		return
+		return true
 	}
 	if !callerGone && w.check.inFlightAnswer(c.req.scope, err) {
 		l.played.inFlight++
 	}
+	return true
 }
 
 // inFlightAnswer holds an answer (the error of a Do or a Flow) that another

@@ -90,20 +90,18 @@ func (l *live) newCall(req *request) *liveCall {
 	lease := w.policy.LeaseDuration
 	c := &liveCall{l: l, req: req, timeout: w.cfg.ClientTimeout, beatEvery: lease / 3}
 	c.meta = opMeta{actor: ActorServer, scope: req.scope}
-	between := func(r *rand.Rand, lo, hi time.Duration) time.Duration {
-		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
-	}
+	within := func(r *rand.Rand, lo, hi time.Duration) time.Duration { return time.Duration(between(r, lo, hi)) }
 	c.hangUp = l.schedule(FaultDisconnect, w.rng.net)
 	c.detached = w.rng.net.IntN(2) == 0
 	if l.schedule(FaultGatewaySlow, w.rng.gateway) {
-		c.work = between(w.rng.gateway, lease+lease/2, 2*lease+lease/2)
+		c.work = within(w.rng.gateway, lease+lease/2, 2*lease+lease/2)
 		c.beatOutage = w.cfg.Faults.Has(FaultStoreErrorBefore) && w.rng.store.IntN(2) == 0
 	}
 	if l.schedule(FaultHeartbeatStall, w.rng.servers) {
 		// Its first beat comes after the sweeper took the lease over; the
 		// action is still at work then, for a lease or two.
-		c.beatEvery = between(w.rng.servers, lease+lease/2, 2*lease+lease/2)
-		c.work = max(c.work, c.beatEvery+between(w.rng.servers, lease, 2*lease))
+		c.beatEvery = within(w.rng.servers, lease+lease/2, 2*lease+lease/2)
+		c.work = max(c.work, c.beatEvery+within(w.rng.servers, lease, 2*lease))
 	}
 	c.reserveDown = l.schedule(FaultStoreErrorBefore, w.rng.store)
 	if c.work > 0 {
@@ -156,7 +154,9 @@ func (c *liveCall) do(lost bool) (answer, bool) {
 	w := l.lock()
 	defer l.unlock()
 	res, err = l.plantResult(res, err)
-	l.checkResult(c, res, err, callerGone)
+	if !l.checkResult(c, res, err, callerGone) {
+		return answer{}, false // no answer: the client tries again
+	}
 	a := toAnswer(res, err)
 	if l.plant.corruptReplays && a.kind == idem.ResultReplayed && len(a.response.Body) > 0 {
 		a.response = a.response.Clone()
