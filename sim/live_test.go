@@ -61,7 +61,8 @@ func TestLive(t *testing.T) {
 // TestLiveCatchesPlantedBugs: the live harness's checkers catch a planted
 // bug each, where the executor or its host could have it. A live run is
 // not reproducible and a short one may not play the schedule a bug needs:
-// each gets up to three runs.
+// each gets up to three runs. The cases run in parallel: a live run mostly
+// waits on real time.
 func TestLiveCatchesPlantedBugs(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -79,6 +80,7 @@ func TestLiveCatchesPlantedBugs(t *testing.T) {
 		{"outcome on the caller's context", invExecutor, livePlants{outcomeOnCallerCtx: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			for run := range 3 {
 				cfg := DefaultConfig()
 				cfg.Seed, cfg.Requests, cfg.Clients = uint64(run+1), 60, 6
