@@ -33,6 +33,27 @@ func (c *checker) failAs(inv int, scope int32, format string, args ...any) {
 	v.Invariant, v.Name = inv, checkNames[inv]
 }
 
+// heard hears what a server's Flow is told of an event it applied (m
+// names it): the counters' recount, and the lease an Extended heartbeat
+// answer grants.
+func (w *world) heard(m *opMeta, a *store.Applied, err error) {
+	w.recount.heard(m.event, a, err)
+	w.check.extension(m.scope, m.event, a, err)
+}
+
+// extension holds an Extended heartbeat answer to SPEC §5 Heartbeat: the
+// lease then runs at least a lease from the store's now (it never shrinks,
+// so it may run longer).
+func (c *checker) extension(scope int32, ev core.EventKind, a *store.Applied, err error) {
+	if err != nil || ev != core.EventHeartbeat || a.Transition.Decision.Kind != core.DecisionExtended {
+		return
+	}
+	if want := a.Now.Add(c.w.policy.LeaseDuration); a.Record.LockedUntil.Before(want) {
+		c.failAs(invExecutor, scope, "a heartbeat of attempt %d was answered Extended, but its lease ends %v, not a lease after the store's now (%v)",
+			a.Record.Token, fmtTime(int64(a.Record.LockedUntil.Sub(epoch))), fmtTime(int64(want.Sub(epoch))))
+	}
+}
+
 // heard hears what the caller of a Do (call) or a worker (call nil) heard
 // of applying ev: the counters' recount, and for a Do what its attempt
 // knows of its lease, and how its outcome was written.
@@ -43,6 +64,7 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
 	if c == nil {
 		return
 	}
+	w.check.extension(c.req.scope, ev.Kind, a, err)
 	switch ev.Kind {
 	case core.EventHeartbeat:
 		switch {

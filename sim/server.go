@@ -241,7 +241,7 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 		return
 	}
 	m := &r.meta
-	w.recount.heard(m.event, a, err) // check_metrics.go: what the Flow is told, recounted
+	w.heard(m, a, err) // check_live.go: what the Flow is told, checked and recounted
 	if err != nil {
 		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
 	} else {
