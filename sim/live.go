@@ -52,31 +52,40 @@ func (c Config) scaled(k time.Duration) Config {
 // store, gateway and checkers), used from many goroutines under one lock,
 // on real time.
 type live struct {
-	mu    sync.Mutex // guards w and everything it holds
-	w     *world
-	start time.Time
-	ex    *idem.Executor
-	meta  opMeta
-	// corruptReplays plants a bug for the test that shows the checkers
-	// catch it: a replay one byte off.
-	corruptReplays bool
+	mu      sync.Mutex // guards w, recount and every liveCall's state
+	w       *world
+	start   time.Time
+	metrics *lockedMetrics
+	recount counterRecount // the counters as the checker recounts them (check_metrics.go)
+	played  liveSchedules  // how often the Do schedules played out, for the tests
+	// The sweeper's and the reconciler's callers, for their store views.
+	sweepMeta, reconcileMeta opMeta
+	// scheduleRate is liveScheduleRate, or more for the tests.
+	scheduleRate float64
+	plant        livePlants // set only by the tests that show a checker catches them
+}
+
+// livePlants are bugs the live checker tests plant in a run, each where
+// the executor (or its host) could have it, to show that a checker catches
+// it. No Config reaches them.
+type livePlants struct {
+	corruptReplays     bool // a replay one byte off (invariant 2)
+	leaseLossUntold    bool // the action's context is the caller's: a lost lease never cancels it
+	zombieOwnUnknown   bool // zombie_key also counts an owner's MarkUnknown
+	swapInFlight       bool // the in-flight answer is the other status than the policy's
+	emptySuccess       bool // a store failure answered as an empty success
+	outcomeOnCallerCtx bool // the outcome written on the caller's context
 }
 
 func newLive(cfg Config) *live {
-	l := &live{start: time.Now()}
+	l := &live{start: time.Now(), scheduleRate: liveScheduleRate}
 	w := newWorld(cfg, false)
 	w.policy = scaledPolicy(w.policy, LiveScale)
 	w.cfg.Lifecycle, w.report.Config.Lifecycle = w.policy, w.policy
 	w.mem = memstore.New(memstore.Options{Clock: l.now, Shards: 8})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	l.w = w
-	l.meta = opMeta{actor: ActorServer, scope: -1}
-	ex, err := idem.New(l.view(&l.meta), idem.WithPolicy(w.policy), idem.WithMetrics(&lockedMetrics{l: l}),
-		idem.WithHeartbeatInterval(w.policy.LeaseDuration/3))
-	if err != nil {
-		panic(err) // unreachable: the policy was validated
-	}
-	l.ex = ex
+	l.metrics = &lockedMetrics{l: l}
 	return l
 }
 
@@ -107,20 +116,26 @@ type lockedMetrics struct{ l *live }
 func (m *lockedMetrics) Add(c idem.Counter, lb idem.Labels, n uint64) {
 	m.l.mu.Lock()
 	m.l.w.metrics.Add(c, lb, n)
+	if m.l.plant.zombieOwnUnknown && c == idem.CounterReconcileScheduled && lb.Event == core.EventMarkUnknown.String() {
+		m.l.w.metrics.Add(idem.CounterZombieKey, lb, n)
+	}
 	m.l.mu.Unlock()
 }
 
-// view is the faulty store for a caller: every call takes the world's lock
-// for the instant it applies, and the caller waits out the store's latency
-// after it, outside the lock.
-func (l *live) view(meta *opMeta) store.Store {
+// view is the faulty store for a caller (meta names it; call is the Do it
+// serves, nil for a worker). Every call takes the world's lock for the
+// instant it applies, and the caller waits out the store's latency after
+// it, outside the lock. It is always a store.Applier, so that every event
+// the caller applies, and what the caller heard of it, passes through
+// liveView.Apply: on the seeds of the compare-and-set path, its Apply is
+// the load-step-write loop over the methods.
+func (l *live) view(meta *opMeta, call *liveCall) store.Store {
 	inner := l.w.store.view(meta)
-	ls := liveStore{l: l, inner: inner}
-	layer := store.Layer{Outer: ls, Inner: inner}
-	if l.w.fastPath {
-		layer.Apply = ls.apply
+	v := liveView{liveStore: liveStore{l: l, inner: inner}, call: call}
+	if a, ok := inner.(store.Applier); ok {
+		v.fast = a
 	}
-	return store.Wrap(layer)
+	return v
 }
 
 type liveStore struct {
@@ -162,15 +177,37 @@ func (s liveStore) Due(ctx context.Context, kind store.DueKind, limit int) (recs
 	return recs, err
 }
 
+// StepFunc is the core the seed steps events with (Config.Step), for the
+// load-step-write path (store.Stepper).
+func (s liveStore) StepFunc() core.StepFunc { return s.l.w.cfg.Step }
+
 func (s liveStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
 	return s.inner.Wait(ctx, scope, v, t) // blocks: never under the lock
 }
 
-func (s liveStore) apply(next store.ApplyFunc) store.ApplyFunc {
-	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) (err error) {
-		s.call(func() { err = next(ctx, scope, ev, p, out) })
-		return err
+// liveView is a caller's store: liveStore's methods, and an Apply through
+// which every event passes, with the Do schedules' store faults before it
+// (injectDo) and the checkers after it (heard).
+type liveView struct {
+	liveStore
+	fast store.Applier // the memory store's fast path, on the seeds that take it
+	call *liveCall
+}
+
+func (v liveView) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) (err error) {
+	if v.call != nil && v.call.injectDo(ev) {
+		return &store.Error{Method: store.MethodApply, Err: errStoreDown}
 	}
+	if v.call != nil && v.l.plant.outcomeOnCallerCtx && v.call.acted {
+		ctx = v.call.ctx
+	}
+	if v.fast != nil {
+		v.liveStore.call(func() { err = v.fast.Apply(ctx, scope, ev, p, out) })
+	} else {
+		err = store.Apply(ctx, v.liveStore, scope, ev, p, out) // liveStore is no Applier: load, step, write
+	}
+	v.l.heard(v.call, ev, out, err)
+	return err
 }
 
 // run sends every request, with the workers beside the clients, then stops
@@ -206,6 +243,9 @@ func (l *live) run() {
 	defer l.unlock()
 	w.report.Converged = l.settledLocked()
 	w.check.final()
+	if len(w.report.Violations) == 0 {
+		l.recount.compare(&w.check, w.metrics.Total, allCounters)
+	}
 	w.report.finish(w)
 }
 
@@ -213,22 +253,22 @@ func (l *live) run() {
 func (l *live) startWorkers(ctx context.Context) *sync.WaitGroup {
 	w := l.w
 	var wg sync.WaitGroup
-	sweepMeta, reconcileMeta := &opMeta{actor: ActorSweeper, scope: -1}, &opMeta{actor: ActorReconciler, scope: -1}
+	l.sweepMeta, l.reconcileMeta = opMeta{actor: ActorSweeper, scope: -1}, opMeta{actor: ActorReconciler, scope: -1}
 	build := func(meta *opMeta) *idem.Executor {
-		ex, err := idem.New(l.view(meta), idem.WithPolicy(w.policy), idem.WithMetrics(&lockedMetrics{l: l}))
+		ex, err := idem.New(l.view(meta, nil), idem.WithPolicy(w.policy), idem.WithMetrics(l.metrics))
 		if err != nil {
 			panic(err) // unreachable: the policy was validated
 		}
 		return ex
 	}
 	quiet := idem.WithErrorHandler(func(error) {}) // store faults make runs fail; they are counted
-	sweeper, _ := build(sweepMeta).Sweeper(quiet)
+	sweeper, _ := build(&l.sweepMeta).Sweeper(quiet)
 	check := func(ctx context.Context, rec idem.Record) (idem.Finding, error) {
 		w := l.lock()
 		defer l.unlock()
 		return w.reconcileCheck(ctx, rec)
 	}
-	reconciler, _ := build(reconcileMeta).Reconciler(check, quiet)
+	reconciler, _ := build(&l.reconcileMeta).Reconciler(check, quiet)
 	wg.Go(func() { _ = sweeper.Run(ctx, w.cfg.SweepEvery) })
 	wg.Go(func() { _ = reconciler.Run(ctx, w.cfg.ReconcileEvery) })
 	return &wg
@@ -255,21 +295,21 @@ func (l *live) client(c *client, starts []time.Duration, giveUp time.Time) {
 func (l *live) send(req *request, n int) bool {
 	w := l.lock()
 	cfg := w.cfg
-	dup := w.fault(FaultDuplicate, w.rng.net)
-	disconnect := w.fault(FaultDisconnect, w.rng.net)
+	dup := l.schedule(FaultDuplicate, w.rng.net)
 	lost := w.fault(FaultLostResponse, w.rng.net)
 	backoff := min(cfg.ClientBackoffBase<<min(n, 20), cfg.ClientBackoffCap)
 	wait := time.Duration(w.rng.clients.Int64N(int64(backoff) + 1))
-	l.unlock()
-	timeout := cfg.ClientTimeout
-	if disconnect {
-		timeout /= 4 // the client hangs up mid-action: Do's completion is detached from it
-	}
-	var both sync.WaitGroup
+	first := l.newCall(req)
+	var second *liveCall
 	if dup {
-		both.Go(func() { l.do(req, timeout, false) })
+		second = l.newCall(req)
 	}
-	a, ok := l.do(req, timeout, lost)
+	l.unlock()
+	var both sync.WaitGroup
+	if second != nil {
+		both.Go(func() { second.do(false) })
+	}
+	a, ok := first.do(lost)
 	both.Wait()
 	if ok && a.definitive {
 		return true
@@ -281,83 +321,6 @@ func (l *live) send(req *request, n int) bool {
 	l.lock()
 	defer l.unlock()
 	return req.done
-}
-
-// do is one Do for req; ok is false when the answer was lost.
-func (l *live) do(req *request, timeout time.Duration, lost bool) (answer, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	res, err := l.ex.Do(ctx, idem.Request{Scope: req.key, Fingerprint: req.fp}, l.action(req))
-	w := l.lock()
-	defer l.unlock()
-	a := toAnswer(res, err)
-	if l.corruptReplays && a.kind == idem.ResultReplayed && len(a.response.Body) > 0 {
-		a.response = a.response.Clone()
-		a.response.Body[0] ^= 1
-	}
-	if err == nil {
-		a.created = w.check.granted[attemptID{req.scope, res.Token}]
-	}
-	if lost {
-		return answer{}, false
-	}
-	w.report.reply(a)
-	w.check.answer(req, &a)
-	if a.definitive && !req.done {
-		req.done, req.doneAt = true, w.now
-		w.report.Done++
-	}
-	return a, true
-}
-
-// action charges req at the gateway: it may be refused, lost before or
-// after the charge, slow, or outlive its lease; the request keeps going
-// after the action gave up on it, and the gateway refuses it past the
-// attempt's deadline (its lease end when it started).
-func (l *live) action(req *request) idem.Action {
-	return func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
-		w := l.lock()
-		w.check.gatewayCall(req.scope, at.Token)
-		refused := w.fault(FaultGatewayRefuse, w.rng.gateway)
-		lostBefore := w.fault(FaultGatewayTimeoutBefore, w.rng.gateway)
-		lostAfter := w.fault(FaultGatewayTimeoutAfter, w.rng.gateway)
-		transit := time.Duration(w.netLatency() + w.gatewayLatency())
-		if w.fault(FaultGatewayStall, w.rng.gateway) || w.fault(FaultPause, w.rng.servers) {
-			transit += w.policy.LeaseDuration + time.Duration(w.rng.gateway.Int64N(int64(w.policy.LeaseDuration)))
-		}
-		timeout := w.cfg.GatewayTimeout
-		l.unlock()
-		if refused {
-			return idem.Response{}, idem.NotExecuted(errGatewayRefused)
-		}
-		answered := make(chan core.Response, 1)
-		if !lostBefore {
-			go func() {
-				time.Sleep(transit)
-				w := l.lock()
-				res := w.gateway.handle(w, req.scope, req, at.Token, at.LockedUntil)
-				var resp core.Response // zero: refused, the deadline passed
-				if res.charge != nil {
-					resp = res.charge.response()
-				}
-				l.unlock()
-				if res.charge == nil || !lostAfter {
-					answered <- resp
-				}
-			}()
-		}
-		select {
-		case resp := <-answered:
-			if resp.StatusCode == 0 {
-				return idem.Response{}, idem.NotExecuted(errDeadlinePassed)
-			}
-			return resp, nil
-		case <-time.After(max(timeout, transit/2)):
-			return idem.Response{}, errGatewayTimeout
-		case <-ctx.Done():
-			return idem.Response{}, context.Cause(ctx) // the client went away, or the lease was lost
-		}
-	}
 }
 
 // settled is world.settled under the lock.

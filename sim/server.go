@@ -241,6 +241,7 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 		return
 	}
 	m := &r.meta
+	w.heard(m, a, err) // check_live.go: what the Flow is told, checked and recounted
 	if err != nil {
 		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
 	} else {
@@ -448,7 +449,9 @@ func toAnswer(r idem.Result, err error) answer {
 
 func (c *serverCall) reply() {
 	c.s.w.check.life.recorded(c.scope, &c.main.meta, c.call)
-	a := toAnswer(c.call.Result())
+	res, err := c.call.Result()
+	c.s.w.check.inFlightAnswer(c.scope, err) // check_live.go
+	a := toAnswer(res, err)
 	a.created = c.created
 	c.s.w.sendAnswer(c.s, c.att, a)
 }

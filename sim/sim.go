@@ -52,8 +52,9 @@ type world struct {
 	waiters  [][]*waiter // by scope: the servers waiting for its record to change
 
 	check   checker
-	plant   plantedBugs // set only by the tests that show a checker catches them
-	tracing bool        // keep every event (else a violation is traced by running its seed again)
+	recount counterRecount // the servers' counters, as the checker recounts them from what the servers heard
+	plant   plantedBugs    // set only by the tests that show a checker catches them
+	tracing bool           // keep every event (else a violation is traced by running its seed again)
 	events  []TraceEvent
 	lin     []linearizability.StoreOperation     // the store's history, with LinCheck
 	linLife []linearizability.LifecycleOperation // the same on the fast path: one Apply each
@@ -279,6 +280,9 @@ func (w *world) finish() {
 	if !w.stopped || w.report.Converged {
 		w.check.final()
 	}
+	if w.cfg.Baseline == BaselineCorrect && len(w.report.Violations) == 0 {
+		w.recount.compare(&w.check, w.metrics.servers, serverCounters)
+	}
 	if w.cfg.LinCheck && len(w.report.Violations) == 0 {
 		w.check.linearizable(w.lin, w.linLife)
 	}
@@ -286,18 +290,37 @@ func (w *world) finish() {
 }
 
 // counters is the simulator's idem.Metrics: totals only, without the
-// per-label maps of idem.MemMetrics, which it does not need.
-type counters [16]uint64
+// per-label maps of idem.MemMetrics, which it does not need, and of them the
+// workers' part (their events, sweep and resolve), so that the servers' can
+// be held to what the servers heard (check_metrics.go).
+type counters struct {
+	total, workers [16]uint64
+}
 
-func (c *counters) Add(k idem.Counter, _ idem.Labels, n uint64) {
-	if int(k) < len(c) {
-		c[k] += n
+// workerEvents are the Event labels of the sweeper's and the reconciler's counts.
+var workerEvents = [...]string{core.EventSweep.String(), core.EventResolve.String()}
+
+func (c *counters) Add(k idem.Counter, l idem.Labels, n uint64) {
+	if int(k) >= len(c.total) {
+		return
+	}
+	c.total[k] += n
+	if l.Event == workerEvents[0] || l.Event == workerEvents[1] {
+		c.workers[k] += n
 	}
 }
 
 func (c *counters) Total(k idem.Counter) uint64 {
-	if int(k) < len(c) {
-		return c[k]
+	if int(k) < len(c.total) {
+		return c.total[k]
+	}
+	return 0
+}
+
+// servers is k's count less the workers'.
+func (c *counters) servers(k idem.Counter) uint64 {
+	if int(k) < len(c.total) {
+		return c.total[k] - c.workers[k]
 	}
 	return 0
 }

@@ -34,6 +34,7 @@ func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *confi
 	t.Run("reinsert-after-delete", c.reinsertAfterDelete)
 	t.Run("scopes-sharing-a-key", c.scopesSharingAKey)
 	t.Run("records-are-copies", c.recordsAreCopies)
+	t.Run("applied-responses-are-copies", c.appliedResponsesAreCopies)
 	t.Run("due", c.due)
 	t.Run("wait", c.wait)
 	t.Run("cancelled-context", c.cancelledContext)
@@ -320,6 +321,45 @@ func (c *contract) recordsAreCopies(t *testing.T) {
 	want2.Response = next.Response.Clone()
 	next.Response.Body[1] = 'Y'
 	c.same(t, s, want2)
+}
+
+// appliedResponsesAreCopies checks that a response stored through Apply
+// (Complete, and Resolve as executed), or through ApplyHeld, is the store's
+// own copy: a caller that reuses its buffers once the call returned (a
+// handler with a pooled body) must not change what is replayed. A store
+// without Apply goes through load-step-write, which recordsAreCopies covers
+// too.
+func (c *contract) appliedResponsesAreCopies(t *testing.T) {
+	s := c.newStore(t)
+	p := core.DefaultPolicy()
+	apply := applyOrHeld(t, s, &p)
+	for i, how := range []string{"apply complete", "apply-held complete", "apply resolve executed"} {
+		sc := c.scope(t, i)
+		r := apply(sc, nil, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
+		tok := r.Transition.Decision.Token
+		mine := responses[0].Clone() // the caller's buffers
+		want := mine.Clone()
+		ev := core.Event{Kind: core.EventComplete, Token: tok, Response: mine}
+		var held *core.Record
+		switch i {
+		case 1:
+			held = &r.Record
+		case 2:
+			apply(sc, nil, core.Event{Kind: core.EventMarkUnknown, Token: tok})
+			ev = core.Event{Kind: core.EventResolve, Token: tok, Verdict: core.VerdictExecuted, Response: mine}
+		}
+		a := apply(sc, held, ev)
+		if a.Record.Status != core.StatusCompleted {
+			t.Fatalf("%s: %s, want completed", how, a.Transition.Describe())
+		}
+		for j := range mine.Body {
+			mine.Body[j] ^= 0xff
+		}
+		mine.Headers[0].Name, mine.Headers[0].Value = "X-Reused", "changed"
+		if got := load(t, s, sc).Record.Response; !got.Equal(want) {
+			t.Fatalf("%s: the caller's buffers, reused after the call, changed the stored response:\n got  %s\n want %s", how, got.Describe(), want.Describe())
+		}
+	}
 }
 
 // due runs records through Due: listed only once due, most overdue first,
@@ -678,6 +718,27 @@ func (c *contract) stepThrough(t *testing.T, p *core.Policy, i int, st applierSt
 	return a
 }
 
+// applyOrHeld returns a function that applies an event to s through
+// store.ApplyHeld when given a held record, else through store.Apply, and
+// fails the test on an error.
+func applyOrHeld(t *testing.T, s store.Store, p *core.Policy) func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
+	return func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
+		t.Helper()
+		ctx := context.Background()
+		var a store.Applied
+		var err error
+		if held != nil {
+			err = store.ApplyHeld(ctx, s, held, ev, p, &a)
+		} else {
+			err = store.Apply(ctx, s, sc, ev, p, &a)
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", ev.Kind, err)
+		}
+		return a
+	}
+}
+
 // heldApplier checks ApplyHeld where it may not save the load: a held
 // record that a heartbeat has since moved on (the event must still apply),
 // and one of an attempt that lost its token (the completion is stale and
@@ -687,22 +748,8 @@ func (c *contract) heldApplier(t *testing.T) {
 	if _, ok := s.(store.HeldApplier); !ok {
 		t.Log("not a store.HeldApplier: store.ApplyHeld is store.Apply")
 	}
-	ctx := context.Background()
 	p := core.DefaultPolicy()
-	apply := func(sc core.Scope, held *core.Record, ev core.Event) store.Applied {
-		t.Helper()
-		var a store.Applied
-		var err error
-		if held != nil {
-			err = store.ApplyHeld(ctx, s, held, ev, &p, &a)
-		} else {
-			err = store.Apply(ctx, s, sc, ev, &p, &a)
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", ev.Kind, err)
-		}
-		return a
-	}
+	apply := applyOrHeld(t, s, &p)
 	// Moved on by a heartbeat: the held version is stale, the token still owns.
 	sc := c.scope(t, 0)
 	r := apply(sc, nil, core.Event{Kind: core.EventReserve, Fingerprint: fpA})

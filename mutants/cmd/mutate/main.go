@@ -12,6 +12,9 @@
 //	conformance  go test -run '^TestMemstoreConformance$' ./store/mem/
 //	sim          simrun -seeds N (built once per mutant with -overlay)
 //	lincheck     simrun -seeds N' -lincheck
+//	live         simrun -live -seeds N'' (real time, through Executor.Do and
+//	             its heartbeat; not reproducible by seed: -live-runs runs
+//	             it several times and the cell says how many runs killed)
 //
 // A layer kills a mutant when its command fails. The matrix marks K (failed),
 // T (timed out: killed), E (the simulator crashed or errored: killed), and
@@ -45,10 +48,11 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
 	seeds, linSeeds         int
+	liveSeeds, liveRuns     int
 	only, md                string
 	list, check, noBaseline bool
 	unitTimeout, confTimeout,
-	simTimeout time.Duration
+	simTimeout, liveTimeout time.Duration
 }
 
 // layer is one column of the matrix.
@@ -59,10 +63,11 @@ const (
 	layerConf
 	layerSim
 	layerLin
+	layerLive
 	layerCount
 )
 
-var layerNames = [layerCount]string{"unit", "conformance", "sim", "lincheck"}
+var layerNames = [layerCount]string{"unit", "conformance", "sim", "lincheck", "live"}
 
 // cell is one layer's verdict on one mutant.
 type cell struct {
@@ -85,7 +90,9 @@ type row struct {
 	took  time.Duration
 }
 
-func (r *row) killedBySim() bool { return r.cells[layerSim].killed() || r.cells[layerLin].killed() }
+func (r *row) killedBySim() bool {
+	return r.cells[layerSim].killed() || r.cells[layerLin].killed() || r.cells[layerLive].killed()
+}
 
 func (r *row) survivedAll() bool {
 	for _, c := range r.cells {
@@ -110,6 +117,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.unitTimeout, "unit-timeout", 2*time.Minute, "timeout of the unit layer")
 	fs.DurationVar(&o.confTimeout, "conformance-timeout", 2*time.Minute, "timeout of the conformance layer")
 	fs.DurationVar(&o.simTimeout, "sim-timeout", time.Minute, "timeout of each simulator run")
+	fs.IntVar(&o.liveSeeds, "live-seeds", 10, "seeds of the simulator run with -live (real time, through Executor.Do)")
+	fs.IntVar(&o.liveRuns, "live-runs", 1, "runs of the -live layer per mutant (it is not reproducible by seed): the cell says how many killed")
+	fs.DurationVar(&o.liveTimeout, "live-timeout", time.Minute, "timeout of each -live run")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -186,7 +196,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	start := time.Now()
-	fmt.Fprintf(stderr, "mutate: %d mutants; sim -seeds %d, lincheck -seeds %d\n", len(ms), o.seeds, o.linSeeds)
+	if o.liveRuns < 1 || o.liveSeeds < 1 {
+		fmt.Fprintf(stderr, "mutate: -live-runs %d, -live-seeds %d: want at least 1\n", o.liveRuns, o.liveSeeds)
+		return 2
+	}
+	fmt.Fprintf(stderr, "mutate: %d mutants; %s\n", len(ms), o.describe())
 	if !o.noBaseline {
 		base := r.layers("", "baseline")
 		for l, c := range base.cells {
@@ -201,8 +215,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for i, m := range ms {
 		rw := r.mutant(m)
 		rows = append(rows, rw)
-		fmt.Fprintf(stderr, "mutate: [%d/%d] %-40s %-16s %-16s %-20s %-20s %v\n", i+1, len(ms), m.ID,
-			rw.cells[0], rw.cells[1], rw.cells[2], rw.cells[3], rw.took.Round(time.Second))
+		fmt.Fprintf(stderr, "mutate: [%d/%d] %-40s %-16s %-16s %-20s %-20s %-20s %v\n", i+1, len(ms), m.ID,
+			rw.cells[0], rw.cells[1], rw.cells[2], rw.cells[3], rw.cells[4], rw.took.Round(time.Second))
 	}
 	elapsed := time.Since(start)
 	writeText(stdout, rows, &o, elapsed)
@@ -322,10 +336,11 @@ func (r *runner) layers(overlay, name string) *row {
 	bin := filepath.Join(r.tmp, "simrun-"+name)
 	if res := r.exec(3*time.Minute, goCmd("build", "-o", bin, "./cmd/simrun")...); res.code != 0 {
 		fmt.Fprintf(r.log, "mutate: %s: simrun does not build:\n%s\n", name, tail(res.out, 20))
-		rw.cells[layerSim], rw.cells[layerLin] = cell{mark: "B"}, cell{mark: "B"}
+		rw.cells[layerSim], rw.cells[layerLin], rw.cells[layerLive] = cell{mark: "B"}, cell{mark: "B"}, cell{mark: "B"}
 	} else {
 		rw.cells[layerSim] = simCell(r.exec(r.o.simTimeout, bin, "-seeds", strconv.Itoa(r.o.seeds)))
 		rw.cells[layerLin] = simCell(r.exec(r.o.simTimeout, bin, "-seeds", strconv.Itoa(r.o.linSeeds), "-lincheck"))
+		rw.cells[layerLive] = r.live(bin)
 		os.Remove(bin)
 	}
 	rw.took = time.Since(start)
@@ -410,7 +425,7 @@ func unitCell(res result) cell {
 }
 
 var (
-	summaryRE   = regexp.MustCompile(`summary over (\d+) seeds \((\d+) with violations\)`)
+	summaryRE   = regexp.MustCompile(`summary over (\d+) seeds \((\d+) with violations[;)]`)
 	invariantRE = regexp.MustCompile(`(?m)^  invariant (\d+) \(`)
 )
 
@@ -440,6 +455,57 @@ func simCell(res result) cell {
 		c.detail += " inv" + strings.Join(invs, ",")
 	}
 	return c
+}
+
+// live runs the -live layer -live-runs times. Its runs are on real time,
+// not reproducible by seed: the cell is K when any run killed, with how
+// many did ("3/5 runs") when there was more than one, and the invariants
+// broken in any.
+func (r *runner) live(bin string) cell {
+	var cells []cell
+	for range r.o.liveRuns {
+		cells = append(cells, simCell(r.exec(r.o.liveTimeout, bin, "-live", "-seeds", strconv.Itoa(r.o.liveSeeds))))
+	}
+	return liveCell(cells)
+}
+
+// liveCell sums the cells of the -live runs.
+func liveCell(cells []cell) cell {
+	if len(cells) == 1 {
+		return cells[0]
+	}
+	killed, mark := 0, "."
+	var invs []string
+	for _, c := range cells {
+		if !c.killed() {
+			continue
+		}
+		killed++
+		if mark == "." || c.mark == "K" {
+			mark = c.mark
+		}
+		if i := strings.Index(c.detail, " inv"); i >= 0 {
+			for _, inv := range strings.Split(c.detail[i+len(" inv"):], ",") {
+				if !contains(invs, inv) {
+					invs = append(invs, inv)
+				}
+			}
+		}
+	}
+	if killed == 0 {
+		return cell{mark: "."}
+	}
+	sort.Strings(invs)
+	detail := fmt.Sprintf("%d/%d runs", killed, len(cells))
+	if len(invs) > 0 {
+		detail += " inv" + strings.Join(invs, ",")
+	}
+	return cell{mark: mark, detail: detail}
+}
+
+// describe says how the simulator layers run.
+func (o *options) describe() string {
+	return fmt.Sprintf("sim -seeds %d, lincheck -seeds %d, live -seeds %d x %d runs", o.seeds, o.linSeeds, o.liveSeeds, o.liveRuns)
 }
 
 func contains(ss []string, s string) bool {
@@ -516,21 +582,21 @@ func met(ok bool) string {
 }
 
 func writeText(w io.Writer, rows []*row, o *options, elapsed time.Duration) {
-	fmt.Fprintf(w, "\nkill matrix: %d mutants; sim -seeds %d, lincheck -seeds %d; %v\n\n", len(rows), o.seeds, o.linSeeds, elapsed.Round(time.Second))
-	fmt.Fprintf(w, "%-40s %-16s %-12s %-18s %-18s\n", "mutant", "unit", "conformance", "sim", "lincheck")
+	fmt.Fprintf(w, "\nkill matrix: %d mutants; %s; %v\n\n", len(rows), o.describe(), elapsed.Round(time.Second))
+	fmt.Fprintf(w, "%-40s %-16s %-12s %-18s %-18s %-18s\n", "mutant", "unit", "conformance", "sim", "lincheck", "live")
 	for _, rw := range rows {
 		id := rw.m.ID
 		if rw.m.Equivalent != "" {
 			id += " (eq)"
 		}
-		fmt.Fprintf(w, "%-40s %-16s %-12s %-18s %-18s\n", id, rw.cells[0], rw.cells[1], rw.cells[2], rw.cells[3])
+		fmt.Fprintf(w, "%-40s %-16s %-12s %-18s %-18s %-18s\n", id, rw.cells[0], rw.cells[1], rw.cells[2], rw.cells[3], rw.cells[4])
 	}
 	t := count(rows)
 	fmt.Fprintf(w, "\ntotals over %d non-equivalent mutants (%d equivalent, %d of them killed):\n", t.real, t.equivalent, t.equivalentKilled)
 	for l := range layerCount {
 		fmt.Fprintf(w, "  %-12s %3d killed, %3d survived\n", layerNames[l], t.killed[l], t.real-t.killed[l])
 	}
-	fmt.Fprintf(w, "  %-12s %3d killed, %3d survived (sim or lincheck)\n", "simulator", t.simKilled, t.real-t.simKilled)
+	fmt.Fprintf(w, "  %-12s %3d killed, %3d survived (sim, lincheck or live)\n", "simulator", t.simKilled, t.real-t.simKilled)
 	fmt.Fprintf(w, "\ntargets:\n")
 	fmt.Fprintf(w, "  every non-equivalent mutant killed by the simulator: %s (%d/%d)\n", met(len(t.notBySim) == 0), t.simKilled, t.real)
 	fmt.Fprintf(w, "  every store mutant killed by the conformance suite: %s (%d/%d)\n", met(len(t.storeNotByConf) == 0), t.storeConfKill, t.store)
@@ -550,21 +616,21 @@ func writeText(w io.Writer, rows []*row, o *options, elapsed time.Duration) {
 }
 
 func writeMarkdown(w io.Writer, rows []*row, o *options, elapsed time.Duration) {
-	fmt.Fprintf(w, "%d mutants; sim `-seeds %d`, lincheck `-seeds %d -lincheck`; the run took %v.\n\n", len(rows), o.seeds, o.linSeeds, elapsed.Round(time.Second))
-	fmt.Fprintf(w, "| mutant | file | bug planted | unit | conformance | sim | lincheck |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "%d mutants; %s; the run took %v.\n\n", len(rows), o.describe(), elapsed.Round(time.Second))
+	fmt.Fprintf(w, "| mutant | file | bug planted | unit | conformance | sim | lincheck | live |\n|---|---|---|---|---|---|---|---|\n")
 	for _, rw := range rows {
 		desc := rw.m.Desc
 		if rw.m.Equivalent != "" {
 			desc = "**equivalent**: " + desc
 		}
-		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %s |\n", rw.m.ID, rw.m.File, strings.ReplaceAll(desc, "|", "\\|"),
-			rw.cells[0], rw.cells[1], rw.cells[2], rw.cells[3])
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", rw.m.ID, rw.m.File, strings.ReplaceAll(desc, "|", "\\|"),
+			rw.cells[0], rw.cells[1], rw.cells[2], rw.cells[3], rw.cells[4])
 	}
 	t := count(rows)
 	fmt.Fprintf(w, "\n| layer | killed | survived |\n|---|---|---|\n")
 	for l := range layerCount {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", layerNames[l], t.killed[l], t.real-t.killed[l])
 	}
-	fmt.Fprintf(w, "| simulator (sim or lincheck) | %d | %d |\n", t.simKilled, t.real-t.simKilled)
+	fmt.Fprintf(w, "| simulator (sim, lincheck or live) | %d | %d |\n", t.simKilled, t.real-t.simKilled)
 	fmt.Fprintf(w, "\nTotals over the %d non-equivalent mutants; the %d equivalent ones (%d killed) count in none.\n", t.real, t.equivalent, t.equivalentKilled)
 }

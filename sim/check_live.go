@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+)
+
+// Checks of the executor's own contract, numbered after §6's invariants:
+// SPEC §5's rules that only Do keeps (its heartbeat, its detached outcome:
+// the Flow path leaves them to its host), checked in RunLive; the in-flight
+// answer's status, on both paths; and §7's counters (check_metrics.go).
+const (
+	invExecutor = 9  // Do's contract: leases (§5 Heartbeat, lease loss), the detached outcome, the in-flight answer
+	invMetrics  = 10 // SPEC §7 counters
+)
+
+var checkNames = map[int]string{invExecutor: "executor contract", invMetrics: "metrics"}
+
+// failAs records a violation of check inv (invExecutor, invMetrics) through
+// the checker, unless one was recorded already: later ones follow from it.
+func (c *checker) failAs(inv int, scope int32, format string, args ...any) {
+	if len(c.w.report.Violations) > 0 {
+		return
+	}
+	c.fail(0, scope, format, args...)
+	v := &c.w.report.Violations[len(c.w.report.Violations)-1]
+	v.Invariant, v.Name = inv, checkNames[inv]
+}
+
+// heard hears what a server's Flow is told of an event it applied (m
+// names it): the counters' recount, and the lease an Extended heartbeat
+// answer grants.
+func (w *world) heard(m *opMeta, a *store.Applied, err error) {
+	w.recount.heard(m.event, a, err)
+	w.check.extension(m.scope, m.event, a, err)
+}
+
+// extension holds an Extended heartbeat answer to SPEC §5 Heartbeat: the
+// lease then runs at least a lease from the store's now (it never shrinks,
+// so it may run longer).
+func (c *checker) extension(scope int32, ev core.EventKind, a *store.Applied, err error) {
+	if err != nil || ev != core.EventHeartbeat || a.Transition.Decision.Kind != core.DecisionExtended {
+		return
+	}
+	if want := a.Now.Add(c.w.policy.LeaseDuration); a.Record.LockedUntil.Before(want) {
+		c.failAs(invExecutor, scope, "a heartbeat of attempt %d was answered Extended, but its lease ends %v, not a lease after the store's now (%v)",
+			a.Record.Token, fmtTime(int64(a.Record.LockedUntil.Sub(epoch))), fmtTime(int64(want.Sub(epoch))))
+	}
+}
+
+// heard hears what the caller of a Do (call) or a worker (call nil) heard
+// of applying ev: the counters' recount, and for a Do what its attempt
+// knows of its lease, and how its outcome was written.
+func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
+	w := l.lock()
+	defer l.unlock()
+	l.recount.heard(ev.Kind, a, err)
+	if c == nil {
+		return
+	}
+	w.check.extension(c.req.scope, ev.Kind, a, err)
+	switch ev.Kind {
+	case core.EventHeartbeat:
+		switch {
+		case err != nil || !c.acting:
+		case a.Transition.Decision.Kind == core.DecisionExtended:
+			if a.Record.LockedUntil.After(c.leaseEnd) {
+				c.leaseEnd = a.Record.LockedUntil
+			}
+		case c.lostAt.IsZero():
+			c.lostAt = l.now() // the heart now knows the lease is lost, for good
+		}
+	case core.EventComplete, core.EventFail, core.EventMarkUnknown:
+		if c.acted && err == nil && c.ctx.Err() != nil {
+			l.played.outcomeAfterLeft++
+		}
+		if c.acted && err != nil && !errors.Is(err, errStoreDown) && !store.Refused(err) {
+			// The store did not fail, yet the outcome was not written: the
+			// write did not outlive its caller (SPEC §5: a client that
+			// disconnects must not turn a charge into an unknown).
+			w.check.failAs(invExecutor, c.req.scope, "the %v of attempt %d failed though the store did not: %v (its caller gone: %v)", ev.Kind, c.token, err, c.ctx.Err() != nil)
+		}
+	}
+}
+
+// leaseCancelled hears an action cancelled for a lost lease (SPEC §5
+// Heartbeat): not while the lease it heard of still runs. A heartbeat that
+// the store failed leaves the lease to its last extension; only its end,
+// or an answer that the record is no longer the attempt's, loses it.
+func (l *live) leaseCancelled(c *liveCall) {
+	w := l.lock()
+	defer l.unlock()
+	if now := l.now(); now.Before(c.leaseEnd) {
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d was cancelled for a lost lease %v before the end of the lease it had been extended to (%v; its first lease ended %v)",
+			c.token, c.leaseEnd.Sub(now), fmtTime(int64(c.leaseEnd.Sub(epoch))), fmtTime(int64(c.firstEnd.Sub(epoch))))
+	}
+}
+
+// actionEnded hears the action return: an attempt whose heartbeat was told
+// the lease is lost must be told at once (SPEC §5: its context cancelled),
+// not left to run on beside the attempt that may take the key over. An
+// action that ended on its own while its context was cancelled (both were
+// ready at once) was told.
+func (l *live) actionEnded(a *actionRun) {
+	if errors.Is(context.Cause(a.ctx), idem.ErrLeaseLost) {
+		a.leaseLost = true
+	}
+	w := l.lock()
+	defer l.unlock()
+	c := a.c
+	c.acting, c.acted = false, true
+	if now := l.now(); c.leaseEnd.After(c.firstEnd) && now.After(c.firstEnd) {
+		l.played.extendedPastFirst++
+	}
+	if a.leaseLost && !c.lostAt.IsZero() {
+		l.played.leaseLostTold++
+	}
+	if a.leaseLost || a.callerGone || c.lostAt.IsZero() {
+		return
+	}
+	slack := max(w.policy.LeaseDuration/3, 10*time.Millisecond)
+	if late := l.now().Sub(c.lostAt); late > slack {
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d's heartbeat found the record no longer its own at %v, but its action ran on uncancelled for %v",
+			c.token, fmtTime(int64(c.lostAt.Sub(epoch))), late)
+	}
+}
+
+// checkResult holds what Do returned to its caller: a success is an
+// outcome (executed or replayed, with a status HTTP can send), never an
+// empty result (a store failure answered as success breaks fail closed);
+// an in-flight answer has the status the policy asks for (409, or 202).
+// A caller that went away is not judged: nobody hears its answer.
+// False if the answer is not one: the other checkers are not to read it.
+func (l *live) checkResult(c *liveCall, res idem.Result, err error, callerGone bool) bool {
+	w := l.w
+	if err == nil {
+		if (res.Kind != idem.ResultExecuted && res.Kind != idem.ResultReplayed) || res.Response.StatusCode < 200 || res.Response.StatusCode > 599 {
+			w.check.fail(7, c.req.scope, "Do answered success without an outcome (kind %v, status %d): a failure answered as success", res.Kind, res.Response.StatusCode)
+			return false
+		}
+		return true
+	}
+	if !callerGone && w.check.inFlightAnswer(c.req.scope, err) {
+		l.played.inFlight++
+	}
+	return true
+}
+
+// inFlightAnswer holds an answer (the error of a Do or a Flow) that another
+// attempt holds the key to the status the policy asks for (SPEC §5: 409,
+// or 202 + Retry-After); true if err was such an answer.
+func (c *checker) inFlightAnswer(scope int32, err error) bool {
+	var e *idem.Error
+	if !errors.As(err, &e) || e.Code != idem.CodeInProgress {
+		return false
+	}
+	want := http.StatusConflict
+	if c.w.policy.InFlightAnswer == core.InFlightAccepted {
+		want = http.StatusAccepted
+	}
+	if e.Status != want {
+		c.failAs(invExecutor, scope, "an in-flight answer had status %d; the policy (%v) asks for %d", e.Status, c.w.policy.InFlightAnswer, want)
+	}
+	return true
+}
