@@ -53,6 +53,8 @@ type checker struct {
 	// tokens: every attempt token ever granted, and its scope: a token never
 	// repeats, for a scope (across deletes and prunes) or across scopes.
 	tokens map[core.Token]int32
+	// payload: the fingerprint rules (check_payload.go).
+	payload payloadChecks
 }
 
 // incarnation names one life of a key: its scope and its CreatedAt.
@@ -75,6 +77,7 @@ func (c *checker) init(w *world) {
 	c.seen = make(map[incarnation]seenAnswer, w.cfg.Requests)
 	c.everEffect = make([]bool, w.cfg.Requests)
 	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
+	c.payload.init(w.cfg.Requests)
 }
 
 // fail records a violation and stops the run.
@@ -172,6 +175,9 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 
 // answer hears a client receive an answer (invariants 2 and 3).
 func (c *checker) answer(req *request, a *answer) {
+	if a.definitive && a.status == 422 {
+		c.mismatch(req)
+	}
 	if !a.definitive || a.status == 422 {
 		return
 	}

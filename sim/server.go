@@ -91,7 +91,16 @@ func (s *server) serve(att *attempt) {
 		s.naive(s.epoch, att)
 		return
 	}
-	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: w.requestFingerprint(att.req)})
+	fp, err := w.payloads.specs[att.req.useCase][att.req.version].Of(att.body)
+	if err != nil {
+		w.check.fingerprintRefused(att, err)
+		return
+	}
+	w.check.fingerprint(att.req, fp)
+	if w.cfg.Baseline == BaselineNoFingerprint {
+		fp = w.requestFingerprint(att.req)
+	}
+	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: fp})
 	if err != nil {
 		panic(err) // unreachable: the simulator builds valid requests
 	}

@@ -49,6 +49,7 @@ type world struct {
 	scopes   []core.Scope
 	scopeIdx map[core.Scope]int32
 	gateway  gateway
+	payloads payloadSpace // the seed's payload vocabulary and fingerprint specs
 	waiters  [][]*waiter // by scope: the servers waiting for its record to change
 
 	check   checker
@@ -107,6 +108,7 @@ func newWorld(cfg Config, tracing bool) *world {
 	w.shadow = make([]core.Record, 0, cfg.Requests)
 	w.waiters = make([][]*waiter, cfg.Requests)
 	w.gateway.init(cfg.Requests)
+	w.payloads.init(w.rng.payload)
 	w.check.init(w)
 	w.report.init(w)
 	return w
@@ -153,7 +155,8 @@ func (w *world) start() {
 	}
 	for i := range w.cfg.Clients {
 		buggy := w.rates[FaultKeyMisuse] > 0 && w.rng.clients.Float64() < buggyShare
-		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i), buggy: buggy})
+		version := uint8(w.rng.payload.IntN(len(schemaVersions)))
+		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i), buggy: buggy, version: version})
 	}
 	// Requests go round the clients and start at random times in the
 	// arrival window.
