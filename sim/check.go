@@ -188,7 +188,7 @@ func (c *checker) answer(req *request, a *answer) {
 	inc := incarnation{req.scope, a.created}
 	if first, ok := c.seen[inc]; !ok {
 		c.seen[inc] = seenAnswer{a.response, true}
-	} else if !first.response.Equal(a.response) {
+	} else if !sameResponse(&first.response, &a.response) {
 		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.response.Describe(), a.response.Describe())
 	}
 }
@@ -217,7 +217,7 @@ func (c *checker) final() {
 			return
 		case core.StatusCompleted:
 			inc := incarnation{scope, rec.CreatedAt.UnixNano()}
-			if first := c.seen[inc]; first.ok && !first.response.Equal(rec.Response) {
+			if first := c.seen[inc]; first.ok && !sameResponse(&first.response, &rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}

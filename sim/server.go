@@ -129,6 +129,9 @@ type serverCall struct {
 	pauseAfter bool
 	actionDone bool
 	gwResult   gatewayResult
+	// buf is the gateway's answer as the server holds it, in a pooled
+	// buffer handed to Complete: reused once the client's answer is sent.
+	buf core.Response
 }
 
 func (c *serverCall) advance() {
@@ -367,7 +370,8 @@ func (c *serverCall) actionStep(kind uint8) {
 			c.finishAction(core.Response{}, idem.NotExecuted(errDeadlinePassed), actionNotExecuted)
 			return
 		}
-		c.finishAction(c.gwResult.charge.response(), nil, actionCompleted)
+		c.buf = copyResponse(c.gwResult.charge.response())
+		c.finishAction(c.buf, nil, actionCompleted)
 	}
 }
 
@@ -459,11 +463,13 @@ func (c *serverCall) reply() {
 	a := toAnswer(c.call.Result())
 	a.created = c.created
 	c.s.w.sendAnswer(c.s, c.att, a)
+	reuseBuffer(&c.buf)
 }
 
 // sendAnswer sends a to the client of att, through the lossy network.
 func (w *world) sendAnswer(s *server, att *attempt, a answer) {
 	scope := att.req.scope
+	a.response = copyResponse(a.response) // what crosses the network: the client's own bytes
 	if w.plant.corruptReplays && a.kind == idem.ResultReplayed && len(a.response.Body) > 0 {
 		a.response = a.response.Clone()
 		a.response.Body[0] ^= 1

@@ -259,6 +259,8 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 			w.shadow[scope] = core.Record{Scope: rec.Scope}
 		} else {
 			w.shadow[scope] = *rec
+			// The shadow keeps its own copy: the writer may reuse its buffer.
+			w.shadow[scope].Response = copyResponse(rec.Response)
 		}
 		w.check.write(*m, scope, &prev, &w.shadow[scope], kind, expectToken)
 	}
