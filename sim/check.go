@@ -27,6 +27,7 @@ var invariantNames = [...]string{
 	5: "no zombie",
 	6: "clients converge",
 	7: "fail closed",
+	8: "bad input refused",
 }
 
 // checker holds a run to SPEC §6. It only observes: the store's writes, the
@@ -103,6 +104,9 @@ func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core
 	if scope < 0 {
 		return
 	}
+	if kind != core.WriteDelete {
+		c.written(scope, rec)
+	}
 	if rec.Status == core.StatusInProgress && kind != core.WriteDelete {
 		c.grant(scope, prev, rec)
 	}
@@ -175,6 +179,9 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 
 // answer hears a client receive an answer (invariants 2 and 3).
 func (c *checker) answer(req *request, a *answer) {
+	if a.refused {
+		return // judged when the server began it (begun)
+	}
 	if a.definitive && a.status == 422 {
 		c.mismatch(req)
 	}

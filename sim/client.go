@@ -108,6 +108,9 @@ func (c *client) makeRequest() *request {
 	} else {
 		req.useCase = uint8(w.rng.payload.IntN(len(useCases)))
 		req.key = core.Scope{Tenant: "acme", Principal: c.principal, UseCase: useCases[req.useCase], Key: uuid(w.rng.clients.Uint64(), w.rng.clients.Uint64())}
+		if w.fault(FaultBadInput, w.rng.clients) {
+			req.key.Key = badKey(req.key.Key, w.rng.clients.IntN(3))
+		}
 		c.keys = append(c.keys, req.key)
 		req.scope = w.scopeOf(req.key)
 	}

@@ -58,6 +58,7 @@ func (s *server) crashes(scope int32) bool {
 	s.w.after(int64(s.w.cfg.RestartDelay), func() {
 		s.alive = true
 		s.quietUntil = s.w.now + int64(s.w.cfg.CrashQuiet)
+		s.w.reconfigure()
 		s.w.log(TraceEvent{Scope: -1, Actor: ActorServer, ActorID: s.id, What: WhatRestart})
 	})
 	return true
@@ -101,8 +102,13 @@ func (s *server) serve(att *attempt) {
 		fp = w.requestFingerprint(att.req)
 	}
 	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: fp})
+	w.check.begun(att.req, err)
 	if err != nil {
-		panic(err) // unreachable: the simulator builds valid requests
+		// Bad input: refused for good, and the client does not send it again.
+		a := toAnswer(idem.Result{}, err)
+		a.definitive, a.refused = true, true
+		w.sendAnswer(s, att, a)
+		return
 	}
 	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: call}
 	c.advance()
@@ -446,6 +452,7 @@ type answer struct {
 	retryAfter int64
 	kind       idem.ResultKind
 	created    int64 // the incarnation of the key the outcome belongs to
+	refused    bool  // bad input (FaultBadInput), refused before anything was stored
 }
 
 func toAnswer(r idem.Result, err error) answer {

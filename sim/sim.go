@@ -152,6 +152,7 @@ func (w *world) scopeOf(s core.Scope) int32 {
 func (w *world) start() {
 	for i := range w.cfg.Servers {
 		w.servers = append(w.servers, &server{w: w, id: int32(i), alive: true})
+		w.reconfigure()
 	}
 	for i := range w.cfg.Clients {
 		buggy := w.rates[FaultKeyMisuse] > 0 && w.rng.clients.Float64() < buggyShare
@@ -313,7 +314,7 @@ func (w *world) String() string {
 
 // The ways FaultCheckBad makes the reconciler's Check go wrong: none of
 // them may settle a record, and none may stop the reconciler.
-var checkBadNames = [...]string{"error", "no verdict", "executed without a response", "executed with an injected header", "executed with a 1xx status"}
+var checkBadNames = [...]string{"error", "no verdict", "executed without a response", "executed with an injected header", "executed with a 1xx status", "executed with a header value that splits the response"}
 
 func badFinding(how int) (idem.Finding, error) {
 	switch how {
@@ -325,6 +326,8 @@ func badFinding(how int) (idem.Finding, error) {
 		return idem.Finding{Verdict: core.VerdictExecuted}, nil
 	case 3:
 		return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 201, Headers: []core.Header{{Name: "X-A\r\nSet-Cookie", Value: "a=b"}}}}, nil
+	case 5:
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 201, Headers: []core.Header{splittingHeader}}}, nil
 	}
 	return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 102}}, nil
 }
