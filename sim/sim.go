@@ -50,7 +50,7 @@ type world struct {
 	scopeIdx map[core.Scope]int32
 	gateway  gateway
 	payloads payloadSpace // the seed's payload vocabulary and fingerprint specs
-	waiters  [][]*waiter // by scope: the servers waiting for its record to change
+	waiters  [][]*waiter  // by scope: the servers waiting for its record to change
 
 	check   checker
 	plant   plantedBugs // set only by the tests that show a checker catches them
