@@ -28,6 +28,7 @@ var invariantNames = [...]string{
 	6: "clients converge",
 	7: "fail closed",
 	8: "bad input refused",
+	9: "time boundaries",
 }
 
 // checker holds a run to SPEC §6. It only observes: the store's writes, the

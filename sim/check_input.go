@@ -75,7 +75,7 @@ func (w *world) misconfigure() core.Policy {
 	case 1:
 		p.TombstoneRetention = d
 	case 2:
-		p.LeaseDuration = min(d, time.Millisecond)
+		p.LeaseDuration = []time.Duration{-time.Second, 0, time.Millisecond}[r.IntN(3)]
 	case 3:
 		p.InFlightWait = min(d, 0)
 	default:

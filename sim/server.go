@@ -224,7 +224,7 @@ func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.
 		r.ev, r.done, r.err = ev, false, nil
 	} else {
 		r.op.Reset(w.scopes[meta.scope], ev, &w.policy)
-		r.op.UseStep(w.cfg.Step)
+		r.op.UseStep(w.step)
 	}
 	r.meta = meta
 	w.opCall(c, r, kind)

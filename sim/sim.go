@@ -36,8 +36,11 @@ type world struct {
 	// fastPath: this seed's servers and workers go through the memory
 	// store's single-lock Apply (what production Do takes over it), not
 	// load and compare-and-set (Config.StorePath).
-	fastPath  bool
-	clockSkew int64 // how far the store's clock is behind the world's (FaultStoreClockBack)
+	fastPath bool
+	// step is the core every store call steps through: Config.Step, with
+	// the checker watching each transition (observeStep).
+	step       core.StepFunc
+	storeClock storeClock // the store's clock: its grain and how far it is behind the world's
 	// shadow is every scope's record as the store's applied writes left it:
 	// the checkers read it, so that watching the store never changes it (a
 	// Load would hand out a fresh token).
@@ -93,7 +96,9 @@ func newWorld(cfg Config, tracing bool) *world {
 	}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
-	w.mem = memstore.New(memstore.Options{Clock: w.storeTime, Shards: 8, Deterministic: true, Step: cfg.Step})
+	w.storeClock.draw(w.rng.clock, &w.policy)
+	w.step = w.observeStep(cfg.Step)
+	w.mem = memstore.New(memstore.Options{Clock: w.storeTime, Shards: 8, Deterministic: true, Step: w.step})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	w.fastPath = cfg.fastPath(w.rng.path)
 	// One executor per actor kind, each over the store as that actor sees
@@ -333,19 +338,3 @@ func badFinding(how int) (idem.Finding, error) {
 }
 
 var errCheckFailed = errors.New("sim: the ledger did not answer")
-
-// storeTime is the store's clock: the world's, less a skew that a
-// FaultStoreClockBack step makes grow, so that it goes back by up to 100 ms
-// at a step and runs on from there (a database whose clock was corrected).
-// The skew stays under clockSkewMax, a quarter of the shortest lease: the
-// gateway judges an attempt's deadline (a lease end, on the store's clock)
-// by its own clock, and no design executes anything when the two disagree
-// by a lease.
-func (w *world) storeTime() time.Time {
-	if w.clockSkew < clockSkewMax && w.fault(FaultStoreClockBack, w.rng.store) {
-		w.clockSkew = min(clockSkewMax, w.clockSkew+1+w.rng.store.Int64N(int64(100*time.Millisecond)))
-	}
-	return w.Time().Add(-time.Duration(w.clockSkew))
-}
-
-const clockSkewMax = int64(250 * time.Millisecond)

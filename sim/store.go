@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/linearizability"
@@ -137,7 +138,11 @@ func (c callerStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]
 	if c.s.failBefore() {
 		return nil, errStoreDown
 	}
-	return c.s.inner.Due(ctx, kind, limit)
+	recs, err := c.s.inner.Due(ctx, kind, limit)
+	if err == nil {
+		c.s.w.check.listedDue(kind, limit, epoch.Add(time.Duration(c.s.w.storeClock.last)), recs)
+	}
+	return recs, err
 }
 
 // Wait is never called by the simulator, which wakes waiters itself when it
