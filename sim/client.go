@@ -30,6 +30,7 @@ type request struct {
 	useCase   uint8            // indexes of its use case and schema version
 	version   uint8            // (useCases, schemaVersions)
 	fp        core.Fingerprint // the payload's fingerprint by the reference (refFingerprint)
+	long      bool             // a long action: the gateway takes leases over it (longActionShares)
 	start     int64
 	attempts  int
 	done      bool
@@ -94,6 +95,7 @@ func (c *client) makeRequest() *request {
 	req := &request{id: len(w.requests), c: c, start: w.now, version: c.version}
 	req.payload = int64(req.id + 1)
 	req.body = w.payloads.draw(w.rng.payload)
+	req.long = w.rng.payload.Float64() < w.payloads.longShare
 	if c.buggy && len(c.keys) > 0 && w.fault(FaultKeyMisuse, w.rng.clients) {
 		req.key = c.keys[w.rng.clients.IntN(len(c.keys))]
 		req.useCase = useCaseIndex(req.key.UseCase)

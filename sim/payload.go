@@ -74,7 +74,8 @@ var (
 // only in an absent or null note, are common within a run.
 type payloadSpace struct {
 	customers []jsonValue
-	include   bool // the seed's servers fingerprint the included members only
+	include   bool    // the seed's servers fingerprint the included members only
+	longShare float64 // the share of long actions (longActionShares)
 	specs     [len(useCases)][len(schemaVersions)]*fingerprint.Spec
 }
 
@@ -82,6 +83,7 @@ type payloadSpace struct {
 // servers' specs.
 func (ps *payloadSpace) init(r *rand.Rand) {
 	ps.include = r.IntN(2) == 0
+	ps.longShare = longActionShares[r.IntN(len(longActionShares))]
 	for range 3 {
 		n := 1 + r.IntN(3)
 		names := r.Perm(len(customerNames))[:n]

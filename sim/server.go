@@ -334,7 +334,11 @@ func (c *serverCall) actionStep(kind uint8) {
 	case evActionRefused:
 		c.finishAction(core.Response{}, idem.NotExecuted(errGatewayRefused), actionNotExecuted)
 	case evActionSend:
-		w.afterOnH(s, c.epoch, int64(w.cfg.GatewayTimeout), c, evActionTimeout)
+		timeout := int64(w.cfg.GatewayTimeout)
+		if c.att.req.long {
+			timeout = longActionTimeout * int64(w.policy.LeaseDuration)
+		}
+		w.afterOnH(s, c.epoch, timeout, c, evActionTimeout)
 		if w.fault(FaultDisconnect, w.rng.net) {
 			// The client hangs up; the handler's context is cancelled mid-call.
 			w.afterOnH(s, c.epoch, w.rng.net.Int64N(int64(w.cfg.GatewayTimeout)), c, evActionCancelled)
@@ -359,7 +363,12 @@ func (c *serverCall) actionStep(kind uint8) {
 		c.finishAction(core.Response{}, context.Canceled, actionUnknown)
 	case evActionAtGateway: // the gateway's own event: no server's crash or pause stops it
 		c.gwResult = w.gateway.handle(w, c.scope, c.att.req, c.attempt.Token, c.attempt.LockedUntil)
-		w.afterH(w.gatewayLatency()+w.netLatency(), c, evActionAnswered)
+		work := w.gatewayLatency()
+		if c.att.req.long {
+			lease := int64(w.policy.LeaseDuration)
+			work = lease/2 + w.rng.gateway.Int64N(lease*3/2)
+		}
+		w.afterH(work+w.netLatency(), c, evActionAnswered)
 	case evActionAnswered: // the network's
 		if c.gwResult.charge != nil && w.fault(FaultGatewayTimeoutAfter, w.rng.gateway) {
 			w.log(TraceEvent{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 3})
