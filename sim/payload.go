@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
@@ -76,6 +77,7 @@ type payloadSpace struct {
 	customers []jsonValue
 	include   bool    // the seed's servers fingerprint the included members only
 	longShare float64 // the share of long actions (longActionShares)
+	scratch   []byte  // refFingerprint's pre-image
 	specs     [len(useCases)][len(schemaVersions)]*fingerprint.Spec
 }
 
@@ -131,47 +133,88 @@ func (ps *payloadSpace) draw(r *rand.Rand) jsonValue {
 // render writes v as a client sends it at sentAt: the excluded members
 // added, members shuffled, white space and escapes drawn from r.
 func render(dst []byte, v *jsonValue, sentAt int64, r *rand.Rand) []byte {
-	body := *v
-	body.members = append(slices.Clone(v.members),
-		jsonMember{excludedTop, jsonInt(sentAt)},
-		jsonMember{excludedParent, jsonObj(jsonMember{excludedChild, jsonInt(sentAt)})})
-	return renderValue(dst, &body, r)
+	sent := jsonInt(sentAt)
+	extra := [2]jsonMember{{excludedTop, sent}, {excludedParent, jsonObj(jsonMember{excludedChild, sent})}}
+	wr := writer{dst: dst, r: r}
+	wr.object(v.members, extra[:])
+	return wr.dst
 }
 
-var whiteSpace = [...]string{"", "", " ", "\n  ", "\t"}
+// writer writes a JSON value as a client would, its choices drawn a few
+// bits at a time from one random word (a draw per token would cost more
+// than the rest of the run's work on the request).
+type writer struct {
+	dst  []byte
+	r    *rand.Rand
+	bits uint64
+	left int
+}
 
-func renderValue(dst []byte, v *jsonValue, r *rand.Rand) []byte {
-	ws := func() { dst = append(dst, whiteSpace[r.IntN(len(whiteSpace))]...) }
+// draw returns n random bits.
+func (wr *writer) draw(n int) int {
+	if wr.left < n {
+		wr.bits, wr.left = wr.r.Uint64(), 64
+	}
+	b := int(wr.bits & (1<<n - 1))
+	wr.bits >>= n
+	wr.left -= n
+	return b
+}
+
+var whiteSpace = [8]string{"", "", "", "", " ", " ", "\n  ", "\t"}
+
+func (wr *writer) space() { wr.dst = append(wr.dst, whiteSpace[wr.draw(3)]...) }
+
+func (wr *writer) value(v *jsonValue) {
 	switch v.kind {
 	case 'n':
-		return append(dst, "null"...)
+		wr.dst = append(wr.dst, "null"...)
 	case 'i':
-		return strconv.AppendInt(dst, v.num, 10)
+		wr.dst = strconv.AppendInt(wr.dst, v.num, 10)
 	case 's':
-		return renderString(dst, v.str, r)
+		wr.string(v.str)
+	default:
+		wr.object(v.members, nil)
 	}
-	dst = append(dst, '{')
-	for i, k := range r.Perm(len(v.members)) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		ws()
-		m := &v.members[k]
-		dst = renderString(dst, m.name, r)
-		ws()
-		dst = append(dst, ':')
-		ws()
-		dst = renderValue(dst, &m.value, r)
-		ws()
-	}
-	return append(dst, '}')
 }
 
-// renderString writes s as a JSON string, escaping what must be and, now
-// and then, what need not be (\u escapes, surrogate pairs included).
-func renderString(dst []byte, s string, r *rand.Rand) []byte {
-	escapeAll := r.IntN(4) == 0
-	dst = append(dst, '"')
+// object writes the members of ms and then extra as one object, in an
+// order drawn at random.
+func (wr *writer) object(ms, extra []jsonMember) {
+	var order [16]uint8
+	n := len(ms) + len(extra)
+	for i := range n {
+		order[i] = uint8(i)
+		j := wr.draw(4) % (i + 1) // near enough uniform for the few members of a payload
+		order[i], order[j] = order[j], order[i]
+	}
+	wr.dst = append(wr.dst, '{')
+	for i, k := range order[:n] {
+		if i > 0 {
+			wr.dst = append(wr.dst, ',')
+		}
+		wr.space()
+		var m *jsonMember
+		if int(k) < len(ms) {
+			m = &ms[k]
+		} else {
+			m = &extra[int(k)-len(ms)]
+		}
+		wr.string(m.name)
+		wr.space()
+		wr.dst = append(wr.dst, ':')
+		wr.space()
+		wr.value(&m.value)
+		wr.space()
+	}
+	wr.dst = append(wr.dst, '}')
+}
+
+// string writes s as a JSON string, escaping what must be and, now and
+// then, what need not be (\u escapes, surrogate pairs included).
+func (wr *writer) string(s string) {
+	escapeAll := wr.draw(2) == 0
+	dst := append(wr.dst, '"')
 	for _, c := range s {
 		switch {
 		case c == '"' || c == '\\':
@@ -187,7 +230,7 @@ func renderString(dst []byte, s string, r *rand.Rand) []byte {
 			dst = utf8.AppendRune(dst, c)
 		}
 	}
-	return append(dst, '"')
+	wr.dst = append(dst, '"')
 }
 
 func appendU(dst []byte, c rune) []byte {
@@ -200,15 +243,14 @@ func appendU(dst []byte, c rune) []byte {
 // field(use case), uint32 version, a mode byte, then the canonical body
 // less the excluded members ('D') or each included pointer with a presence
 // marker and its canonical value ('I'); field(b) is a uint64 length, then b.
-func (ps *payloadSpace) refPreimage(v *jsonValue, useCase string, version uint32) []byte {
-	pre := refField(nil, "idem/fingerprint/v1")
+func refPreimage(pre []byte, include bool, v *jsonValue, useCase string, version uint32) []byte {
+	pre = refField(pre, "idem/fingerprint/v1")
 	pre = refField(pre, useCase)
 	pre = binary.BigEndian.AppendUint32(pre, version)
-	if !ps.include {
+	if !include {
 		// The excluded members go; their parent stays, empty.
-		body := *v
-		body.members = append(slices.Clone(v.members), jsonMember{excludedParent, jsonObj()})
-		return refField(append(pre, 'D'), string(canonical(nil, &body)))
+		parent := jsonMember{excludedParent, jsonObj()}
+		return refValue(append(pre, 'D'), func(dst []byte) []byte { return canonicalObject(dst, v.members, &parent) })
 	}
 	pre = append(pre, 'I')
 	pre = binary.BigEndian.AppendUint64(pre, uint64(len(includedMembers)))
@@ -219,14 +261,23 @@ func (ps *payloadSpace) refPreimage(v *jsonValue, useCase string, version uint32
 			pre = append(pre, 0)
 			continue
 		}
-		pre = refField(append(pre, 1), string(canonical(nil, &v.members[i].value)))
+		pre = refValue(append(pre, 1), func(dst []byte) []byte { return canonical(dst, &v.members[i].value) })
 	}
 	return pre
 }
 
+// refValue appends field(value), value being what write appends.
+func refValue(dst []byte, write func([]byte) []byte) []byte {
+	at := len(dst)
+	dst = write(append(dst, 0, 0, 0, 0, 0, 0, 0, 0))
+	binary.BigEndian.PutUint64(dst[at:], uint64(len(dst)-at-8))
+	return dst
+}
+
 // refFingerprint is the fingerprint v must have.
 func (ps *payloadSpace) refFingerprint(v *jsonValue, useCase string, version uint32) core.Fingerprint {
-	return sha256.Sum256(ps.refPreimage(v, useCase, version))
+	ps.scratch = refPreimage(ps.scratch[:0], ps.include, v, useCase, version)
+	return sha256.Sum256(ps.scratch)
 }
 
 func refField(dst []byte, s string) []byte {
@@ -245,19 +296,55 @@ func canonical(dst []byte, v *jsonValue) []byte {
 	case 's':
 		return canonicalString(dst, v.str)
 	}
-	ms := slices.Clone(v.members)
-	slices.SortFunc(ms, func(a, b jsonMember) int {
-		return slices.Compare(utf16.Encode([]rune(a.name)), utf16.Encode([]rune(b.name)))
-	})
-	dst = append(dst, '{')
+	return canonicalObject(dst, v.members, nil)
+}
+
+// canonicalObject writes the members of ms, and extra if not nil, as one
+// object.
+func canonicalObject(dst []byte, ms []jsonMember, extra *jsonMember) []byte {
+	var sorted [16]*jsonMember
+	order := sorted[:0]
 	for i := range ms {
+		order = append(order, &ms[i])
+	}
+	if extra != nil {
+		order = append(order, extra)
+	}
+	slices.SortFunc(order, func(a, b *jsonMember) int { return compareUTF16(a.name, b.name) })
+	dst = append(dst, '{')
+	for i, m := range order {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(canonicalString(dst, ms[i].name), ':')
-		dst = canonical(dst, &ms[i].value)
+		dst = append(canonicalString(dst, m.name), ':')
+		dst = canonical(dst, &m.value)
 	}
 	return append(dst, '}')
+}
+
+// compareUTF16 orders a and b by their UTF-16 code units (RFC 8785
+// section 3.2.3), not by their UTF-8 bytes or code points.
+func compareUTF16(a, b string) int {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			return cmp.Compare(firstUnit(ra), firstUnit(rb))*2 + cmp.Compare(ra, rb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+// firstUnit is the first UTF-16 code unit of r: a high surrogate for
+// runes past the Basic Multilingual Plane. Runes with the same first unit
+// are both such runes, and their second units are in their order.
+func firstUnit(r rune) rune {
+	if r >= 0x10000 {
+		hi, _ := utf16.EncodeRune(r)
+		return hi
+	}
+	return r
 }
 
 func canonicalString(dst []byte, s string) []byte {
