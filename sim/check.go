@@ -57,6 +57,9 @@ type checker struct {
 	tokens map[core.Token]int32
 	// payload: the fingerprint rules (check_payload.go).
 	payload payloadChecks
+	// leaseLost: attempts a heartbeat told the record is no longer theirs
+	// in progress (check_attempt.go).
+	leaseLost map[attemptID]core.DecisionKind
 }
 
 // incarnation names one life of a key: its scope and its CreatedAt.
@@ -147,6 +150,7 @@ func (c *checker) grant(scope int32, prev, rec *core.Record) {
 // gatewayCall hears an attempt start its side effect (invariant 7).
 func (c *checker) gatewayCall(scope int32, token core.Token) {
 	c.w.report.Executions++
+	c.acts(scope, token, "gateway call")
 	if _, ok := c.granted[attemptID{scope, token}]; !ok {
 		c.fail(7, scope, "attempt %d called the gateway without a reservation the store acknowledged", token)
 	}

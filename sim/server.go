@@ -432,6 +432,7 @@ func (c *serverCall) beat() {
 	if c.hbStop {
 		return
 	}
+	c.s.w.check.acts(c.scope, c.token, "heartbeat")
 	if c.hb == nil {
 		c.hb = new(opRun)
 	}
@@ -441,6 +442,7 @@ func (c *serverCall) beat() {
 // beaten hears how a heartbeat went: the next one is due unless the lease
 // could not be extended.
 func (c *serverCall) beaten(a *store.Applied, err error) {
+	c.s.w.check.beaten(c.scope, c.token, a, err)
 	if !c.call.HeartbeatDone(a, err) {
 		// The lease is lost: as the executor cancels the action's context
 		// (cause idem.ErrLeaseLost), the action stops waiting for the
