@@ -275,33 +275,6 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	}
 }
 
-// waiter is a server waiting for a record to change, or for its time.
-type waiter struct {
-	fired bool
-	fn    func()
-}
-
-func (wt *waiter) wake() {
-	if !wt.fired {
-		wt.fired = true
-		wt.fn()
-	}
-}
-
-func (c *serverCall) wait(eff idem.Effect) {
-	w := c.s.w
-	start := w.now
-	wt := &waiter{}
-	wt.fn = func() {
-		c.s.run(c.epoch, func() {
-			c.call.WaitDone(timeSince(w.now, start))
-			c.advance()
-		})
-	}
-	w.waiters[c.scope] = append(w.waiters[c.scope], wt)
-	w.after(int64(eff.Wait), wt.wake)
-}
-
 // runAction is the caller's action: a charge through the payment gateway,
 // with the attempt's lease end as the deadline the gateway enforces, and a
 // heartbeat beside it. Its steps are serverCall events (evAction*), so that

@@ -271,20 +271,14 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 		w.check.write(*m, scope, &prev, &w.shadow[scope], kind, expectToken)
 	}
 	w.log(TraceEvent{Scope: m.scope, Actor: ActorStore, What: WhatWrite, Token: rec.Token, Arg: int64(kind), Arg2: int64(rec.Status)})
-	// Wake the servers waiting on this scope.
-	if m.scope < 0 {
-		return
-	}
-	if woken := w.waiters[m.scope]; len(woken) > 0 {
-		w.waiters[m.scope] = nil
-		for _, wt := range woken {
-			wt.wake()
-		}
+	if scope >= 0 {
+		w.wakeWaiters(scope, rec)
 	}
 }
 
 // finish runs the end-of-run checks and fills the report.
 func (w *world) finish() {
+	w.endWaits()
 	w.sweepActor.end()
 	w.reconcileActor.end()
 	if !w.stopped || w.report.Converged {
