@@ -108,12 +108,12 @@ func (c *checker) policy(p *core.Policy, err error) {
 	}
 }
 
-// begun hears a server begin req (invariant 8): a bad key is refused with
-// an error, a good one taken.
-func (c *checker) begun(req *request, err error) {
-	switch refusable := keyRefusable(req.key.Key); {
+// begun hears a server begin req with key as its client wrote it
+// (invariant 8): a bad key is refused with an error, a good one taken.
+func (c *checker) begun(req *request, key string, err error) {
+	switch refusable := keyRefusable(key); {
 	case refusable && err == nil:
-		c.fail(8, req.scope, "the key %q (payload %d) was taken", req.key.Key, req.payload)
+		c.fail(8, req.scope, "the key %q (payload %d) was taken", key, req.payload)
 	case !refusable && err != nil:
 		c.fail(8, req.scope, "payload %d was refused: %v", req.payload, err)
 	}

@@ -31,6 +31,9 @@ type request struct {
 	version   uint8            // (useCases, schemaVersions)
 	fp        core.Fingerprint // the payload's fingerprint by the reference (refFingerprint)
 	long      bool             // a long action: the gateway takes leases over it (longActionShares)
+	// badKey, if set, is the key as the client writes it in its header
+	// (FaultBadInput): with a space at an end, or spaces only.
+	badKey string
 	start     int64
 	attempts  int
 	done      bool
@@ -109,10 +112,7 @@ func (c *client) makeRequest() *request {
 		}
 	} else {
 		req.useCase = uint8(w.rng.payload.IntN(len(useCases)))
-		req.key = core.Scope{Tenant: "acme", Principal: c.principal, UseCase: useCases[req.useCase], Key: uuid(w.rng.clients.Uint64(), w.rng.clients.Uint64())}
-		if w.fault(FaultBadInput, w.rng.clients) {
-			req.key.Key = badKey(req.key.Key, w.rng.clients.IntN(3))
-		}
+		req.key = core.Scope{Tenant: "acme", Principal: c.principal, UseCase: useCases[req.useCase], Key: uuid(w.rng.payload.Uint64(), w.rng.payload.Uint64())}
 		c.keys = append(c.keys, req.key)
 		req.scope = w.scopeOf(req.key)
 	}
@@ -171,7 +171,10 @@ func (c *client) send(req *request) {
 	w := c.w
 	req.attempts++
 	att := &attempt{req: req, n: req.attempts}
-	att.body = render(nil, &req.body, w.now, w.rng.payload)
+	if req.attempts == 1 && w.fault(FaultBadInput, w.rng.clients) {
+		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(3))
+	}
+	att.body = render(nil, &req.body, w.now, w.rng.render)
 	first := w.rng.clients.IntN(len(w.servers))
 	c.deliver(att, first, evArrive0)
 	if len(w.servers) > 1 && w.fault(FaultDuplicate, w.rng.clients) {

@@ -101,8 +101,12 @@ func (s *server) serve(att *attempt) {
 	if w.cfg.Baseline == BaselineNoFingerprint {
 		fp = w.requestFingerprint(att.req)
 	}
-	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: fp})
-	w.check.begun(att.req, err)
+	key := att.req.key
+	if att.req.badKey != "" {
+		key.Key = att.req.badKey
+	}
+	call, err := w.ex.Begin(idem.Request{Scope: key, Fingerprint: fp})
+	w.check.begun(att.req, key.Key, err)
 	if err != nil {
 		// Bad input: refused for good, and the client does not send it again.
 		a := toAnswer(idem.Result{}, err)

@@ -259,6 +259,7 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 	scope, ok := w.scopeIdx[rec.Scope]
 	if !ok {
 		scope = -1
+		w.check.written(scope, rec) // a scope no request has: a bad key's, say
 	} else {
 		prev := w.shadow[scope]
 		if kind == core.WriteDelete {

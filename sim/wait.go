@@ -103,7 +103,10 @@ func (w *world) wakeWaiters(scope int32, rec *core.Record) {
 	if len(waiting) == 0 {
 		return
 	}
-	kept := waiting[:0]
+	// Waking a call may run it on at once, and its next wait or write
+	// comes back here: the list is taken out first.
+	w.waiters[scope] = nil
+	var kept []*waiter
 	for _, wt := range waiting {
 		if wt.fired {
 			continue
@@ -115,8 +118,7 @@ func (w *world) wakeWaiters(scope int32, rec *core.Record) {
 		w.check.notWoken(wt, rec)
 		kept = append(kept, wt)
 	}
-	clear(waiting[len(kept):])
-	w.waiters[scope] = kept
+	w.waiters[scope] = append(kept, w.waiters[scope]...)
 }
 
 // endWaits ends the goroutines of the waits still under way as the run ends.
