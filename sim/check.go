@@ -60,6 +60,11 @@ type checker struct {
 	// leaseLost: attempts a heartbeat told the record is no longer theirs
 	// in progress (check_attempt.go).
 	leaseLost map[attemptID]core.DecisionKind
+	// created: each scope's latest incarnation (its CreatedAt), once one
+	// was written (incarnate).
+	created    []int64
+	incarnated []bool
+	ambiguous  map[incarnation]bool // incarnations that share their CreatedAt with an earlier one
 }
 
 // incarnation names one life of a key: its scope and its CreatedAt.
@@ -83,6 +88,26 @@ func (c *checker) init(w *world) {
 	c.everEffect = make([]bool, w.cfg.Requests)
 	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
 	c.payload.init(w.cfg.Requests)
+	c.created = make([]int64, w.cfg.Requests)
+	c.incarnated = make([]bool, w.cfg.Requests)
+}
+
+// incarnate hears a write of rec over prev. A store clock with a coarse
+// grain can give a key's new incarnation the CreatedAt of the one before (a
+// zombie's insert carries the time it loaded at): answers and charges,
+// which name an incarnation by its CreatedAt, can then belong to either,
+// so the checker no longer holds them to one another there (invariants 1
+// and 2). Every other checker still applies to them.
+func (c *checker) incarnate(scope int32, prev, rec *core.Record, kind core.WriteKind) {
+	created := rec.CreatedAt.UnixNano()
+	fresh := kind == core.WriteInsert || prev.Status == core.StatusExpired && rec.Status != core.StatusExpired
+	if fresh && c.incarnated[scope] && c.created[scope] == created {
+		if c.ambiguous == nil {
+			c.ambiguous = make(map[incarnation]bool)
+		}
+		c.ambiguous[incarnation{scope, created}] = true
+	}
+	c.created[scope], c.incarnated[scope] = created, true
 }
 
 // fail records a violation and stops the run.
@@ -110,6 +135,16 @@ func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core
 	}
 	if kind != core.WriteDelete {
 		c.written(scope, rec)
+	}
+	if kind != core.WriteInsert && prev.Exists() && prev.Token != expectToken {
+		// A compare-and-set or delete is on (version, token): one that
+		// expected another token must not have applied (a zombie of an
+		// earlier incarnation, say).
+		c.fail(4, scope, "a %v expecting token %d replaced the record of token %d", kind, expectToken, prev.Token)
+		return
+	}
+	if kind != core.WriteDelete {
+		c.incarnate(scope, prev, rec, kind)
 	}
 	if rec.Status == core.StatusInProgress && kind != core.WriteDelete {
 		c.grant(scope, prev, rec)
@@ -171,7 +206,7 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 		}
 	}
 	c.everEffect[req.scope] = true
-	if first := c.effect[inc]; first != nil {
+	if first := c.effect[inc]; first != nil && !c.ambiguous[inc] {
 		c.fail(1, req.scope, "request %d (payload %d, %v) is a second execution with an effect in this incarnation of the key, after request %d (payload %d, %v)",
 			ch.id, ch.payload, ch.kind, first.id, first.payload, first.kind)
 		return
@@ -198,6 +233,9 @@ func (c *checker) answer(req *request, a *answer) {
 		return
 	}
 	inc := incarnation{req.scope, a.created}
+	if c.ambiguous[inc] {
+		return
+	}
 	if first, ok := c.seen[inc]; !ok {
 		c.seen[inc] = seenAnswer{a.response, true}
 	} else if !sameResponse(&first.response, &a.response) {
@@ -229,7 +267,7 @@ func (c *checker) final() {
 			return
 		case core.StatusCompleted:
 			inc := incarnation{scope, rec.CreatedAt.UnixNano()}
-			if first := c.seen[inc]; first.ok && !sameResponse(&first.response, &rec.Response) {
+			if first := c.seen[inc]; first.ok && !c.ambiguous[inc] && !sameResponse(&first.response, &rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}

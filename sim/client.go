@@ -20,20 +20,20 @@ const buggyShare = 0.25
 
 // request is one logical payment: the same key and payload on every retry.
 type request struct {
-	id        int
-	c         *client
-	key       core.Scope
-	scope     int32
-	payload   int64 // the payload's identity, carried back in responses
-	amount    int64
-	body      jsonValue        // the payload, written out anew for every send
-	useCase   uint8            // indexes of its use case and schema version
-	version   uint8            // (useCases, schemaVersions)
-	fp        core.Fingerprint // the payload's fingerprint by the reference (refFingerprint)
-	long      bool             // a long action: the gateway takes leases over it (longActionShares)
+	id      int
+	c       *client
+	key     core.Scope
+	scope   int32
+	payload int64 // the payload's identity, carried back in responses
+	amount  int64
+	body    jsonValue        // the payload, written out anew for every send
+	useCase uint8            // indexes of its use case and schema version
+	version uint8            // (useCases, schemaVersions)
+	fp      core.Fingerprint // the payload's fingerprint by the reference (refFingerprint)
+	long    bool             // a long action: the gateway takes leases over it (longActionShares)
 	// badKey, if set, is the key as the client writes it in its header
 	// (FaultBadInput): with a space at an end, or spaces only.
-	badKey string
+	badKey    string
 	start     int64
 	attempts  int
 	done      bool

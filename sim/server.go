@@ -72,6 +72,29 @@ func (s *server) pause(scope int32) {
 	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
 }
 
+// pauseLong freezes the server for a lease or, half the time, for as long
+// as a record takes to expire and be removed (a lease, the TTL, the
+// tombstone retention and a sweep) and a little more: a zombie that wakes
+// when its key may have a new record. A TTL too long for a run's time
+// gives a normal pause.
+func (s *server) pauseLong(scope int32) {
+	p := &s.w.policy
+	life := p.LeaseDuration + p.TTL + p.TombstoneRetention + s.w.cfg.SweepEvery
+	if life > 20*time.Second || s.w.rng.servers.IntN(2) == 0 {
+		s.pause(scope)
+		return
+	}
+	d := int64(life) + s.w.rng.servers.Int64N(int64(2*time.Second))
+	s.pausedUntil = s.w.now + d
+	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
+}
+
+// ownerWrite reports whether k is an event an attempt's owner writes with
+// its token.
+func ownerWrite(k core.EventKind) bool {
+	return k == core.EventComplete || k == core.EventFail || k == core.EventMarkUnknown
+}
+
 // receive is a request (copy 0 or 1 of att) arriving from a
 // client: served now, or once the server's pause ends.
 func (s *server) receive(att *attempt, copy uint8) {
@@ -203,6 +226,7 @@ const (
 	evActionAnswered               // the gateway's answer crosses the network
 	evActionBack                   // the answer reaches the server
 	evActionDone                   // the server goes on with it
+	evOpResume                     // the call's next store call, after a pause between two
 )
 
 func (c *serverCall) handle(kind uint8) {
@@ -213,6 +237,8 @@ func (c *serverCall) handle(kind uint8) {
 		c.s.w.opAnswer(c, c.hb, evHbStep)
 	case evHbTick:
 		c.beat()
+	case evOpResume:
+		c.s.w.opCall(c, &c.main, evOpStep)
 	default:
 		c.actionStep(kind)
 	}
@@ -259,6 +285,15 @@ func (r *opRun) result() (a *store.Applied, err error, ok bool) {
 func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	a, err, ok := r.result()
 	if !ok {
+		if r == &c.main && ownerWrite(r.meta.event) && w.fault(FaultPause, w.rng.servers) {
+			// The server freezes with the record it loaded in hand, and
+			// writes when it wakes: a zombie whose compare-and-set must
+			// fail, even if meanwhile the key's record expired, was
+			// removed and a new one reached the version it expects.
+			c.s.pauseLong(c.scope)
+			c.s.runEvent(event{h: c, kind: evOpResume, srv: c.s, epoch: c.epoch})
+			return
+		}
 		w.opCall(c, r, kind)
 		return
 	}
