@@ -115,7 +115,11 @@ func (s *server) serve(att *attempt) {
 		s.naive(s.epoch, att)
 		return
 	}
-	fp, err := w.payloads.specs[att.req.useCase][att.req.version].Of(att.body)
+	useCase := att.req.useCase
+	if w.plant.fingerprintOneUseCase {
+		useCase = 0
+	}
+	fp, err := w.payloads.specs[useCase][att.req.version].Of(att.body)
 	if err != nil {
 		w.check.fingerprintRefused(att, err)
 		return

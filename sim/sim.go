@@ -125,6 +125,9 @@ type plantedBugs struct {
 	corruptReplays bool // a server replays a response one byte off (invariant 2)
 	neverReconcile bool // the reconciler never finds the truth (invariant 5)
 	clientsGiveUp  bool // clients do not retry after a failure (invariant 6)
+	// fingerprintOneUseCase: servers fingerprint every payload with the
+	// spec of the first use case (invariant 3, domain separation).
+	fingerprintOneUseCase bool
 }
 
 // fault reports whether f fires now, drawing from r. Faults fire only in the
