@@ -53,12 +53,7 @@ func TestWorldCheckersCatchPlantedBugs(t *testing.T) {
 				cfg := DefaultConfig()
 				cfg.Seed, cfg.LinCheck = seed, false
 				cfg.Step = c.step
-				w := newWorld(cfg, true)
-				w.plant = c.plant
-				w.start()
-				w.loop()
-				w.finish()
-				for _, v := range w.report.Violations {
+				for _, v := range runPlanted(cfg, c.plant) {
 					ok := false
 					for _, inv := range c.invariants {
 						ok = ok || v.Invariant == inv
@@ -141,4 +136,14 @@ func TestFingerprintRulesFire(t *testing.T) {
 	if len(w.report.Violations) != 1 || w.report.Violations[0].Invariant != 6 {
 		t.Fatalf("a Mismatch on a key of one payload: %+v", w.report.Violations)
 	}
+}
+
+// runPlanted runs cfg with plant, traced, and returns its violations.
+func runPlanted(cfg Config, plant plantedBugs) []Violation {
+	w := newWorld(cfg, true)
+	w.plant = plant
+	w.start()
+	w.loop()
+	w.finish()
+	return w.report.Violations
 }
