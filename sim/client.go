@@ -174,7 +174,7 @@ func (c *client) send(req *request) {
 	if req.attempts == 1 && w.fault(FaultBadInput, w.rng.clients) {
 		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(3))
 	}
-	att.body = render(nil, &req.body, w.now, w.rng.render)
+	att.body = render(make([]byte, 0, 384), &req.body, w.now, w.rng.render) // room for the longest payload: one allocation
 	first := w.rng.clients.IntN(len(w.servers))
 	c.deliver(att, first, evArrive0)
 	if len(w.servers) > 1 && w.fault(FaultDuplicate, w.rng.clients) {

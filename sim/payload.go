@@ -134,7 +134,8 @@ func (ps *payloadSpace) draw(r *rand.Rand) jsonValue {
 // added, members shuffled, white space and escapes drawn from r.
 func render(dst []byte, v *jsonValue, sentAt int64, r *rand.Rand) []byte {
 	sent := jsonInt(sentAt)
-	extra := [2]jsonMember{{excludedTop, sent}, {excludedParent, jsonObj(jsonMember{excludedChild, sent})}}
+	child := [1]jsonMember{{excludedChild, sent}}
+	extra := [2]jsonMember{{excludedTop, sent}, {excludedParent, jsonValue{kind: 'o', members: child[:]}}}
 	wr := writer{dst: dst, r: r}
 	wr.object(v.members, extra[:])
 	return wr.dst
