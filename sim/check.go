@@ -27,8 +27,21 @@ var invariantNames = [...]string{
 	5: "no zombie",
 	6: "clients converge",
 	7: "fail closed",
-	8: "lifecycle rules and policy",
+	// Checks numbered after §6's invariants: the rules they rest on.
+	invLifecycle: "lifecycle rules and policy",
+	invBadInput:  "bad input refused",
+	invTime:      "time boundaries",
+	invExecutor:  "executor contract",
+	invMetrics:   "metrics",
 }
+
+const (
+	invLifecycle = 8  // SPEC §5 and the seed's policy, on every write the store applies (check_store.go)
+	invBadInput  = 9  // SPEC §3 and the policy's ranges: bad input refused, nothing written (check_input.go)
+	invTime      = 10 // every deadline a transition sets or honours, by the checker's own rules (check_table.go)
+	invExecutor  = 11 // Do's contract: leases (§5 Heartbeat, lease loss), the detached outcome, the in-flight answer (check_live.go)
+	invMetrics   = 12 // SPEC §7 counters (check_metrics.go)
+)
 
 // checker holds a run to SPEC §6. It only observes: the store's writes, the
 // gateway's ledger, every answer a client saw, and the end state. It injects
@@ -57,6 +70,16 @@ type checker struct {
 	// life holds the store's reads and writes to SPEC §5 and the seed's
 	// policy (check_store.go).
 	life lifeChecker
+	// payload: the fingerprint rules (check_payload.go).
+	payload payloadChecks
+	// leaseLost: attempts a heartbeat told the record is no longer theirs
+	// in progress (check_attempt.go).
+	leaseLost map[attemptID]core.DecisionKind
+	// created: each scope's latest incarnation (its CreatedAt), once one
+	// was written (incarnate).
+	created    []int64
+	incarnated []bool
+	ambiguous  map[incarnation]bool // incarnations that share their CreatedAt with an earlier one
 }
 
 // incarnation names one life of a key: its scope and its CreatedAt.
@@ -80,6 +103,27 @@ func (c *checker) init(w *world) {
 	c.everEffect = make([]bool, w.cfg.Requests)
 	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
 	c.life.init(w)
+	c.payload.init(w.cfg.Requests)
+	c.created = make([]int64, w.cfg.Requests)
+	c.incarnated = make([]bool, w.cfg.Requests)
+}
+
+// incarnate hears a write of rec over prev. A store clock with a coarse
+// grain can give a key's new incarnation the CreatedAt of the one before (a
+// zombie's insert carries the time it loaded at): answers and charges,
+// which name an incarnation by its CreatedAt, can then belong to either,
+// so the checker no longer holds them to one another there (invariants 1
+// and 2). Every other checker still applies to them.
+func (c *checker) incarnate(scope int32, prev, rec *core.Record, kind core.WriteKind) {
+	created := rec.CreatedAt.UnixNano()
+	fresh := kind == core.WriteInsert || prev.Status == core.StatusExpired && rec.Status != core.StatusExpired
+	if fresh && c.incarnated[scope] && c.created[scope] == created {
+		if c.ambiguous == nil {
+			c.ambiguous = make(map[incarnation]bool)
+		}
+		c.ambiguous[incarnation{scope, created}] = true
+	}
+	c.created[scope], c.incarnated[scope] = created, true
 }
 
 // fail records a violation and stops the run.
@@ -104,6 +148,19 @@ func (c *checker) fail(inv int, scope int32, format string, args ...any) {
 func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core.WriteKind, expectToken core.Token) {
 	if scope < 0 {
 		return
+	}
+	if kind != core.WriteDelete {
+		c.written(scope, rec)
+	}
+	if kind != core.WriteInsert && prev.Exists() && prev.Token != expectToken {
+		// A compare-and-set or delete is on (version, token): one that
+		// expected another token must not have applied (a zombie of an
+		// earlier incarnation, say).
+		c.fail(4, scope, "a %v expecting token %d replaced the record of token %d", kind, expectToken, prev.Token)
+		return
+	}
+	if kind != core.WriteDelete {
+		c.incarnate(scope, prev, rec, kind)
 	}
 	if rec.Status == core.StatusInProgress && kind != core.WriteDelete {
 		c.grant(scope, prev, rec)
@@ -144,6 +201,7 @@ func (c *checker) grant(scope int32, prev, rec *core.Record) {
 // gatewayCall hears an attempt start its side effect (invariant 7).
 func (c *checker) gatewayCall(scope int32, token core.Token) {
 	c.w.report.Executions++
+	c.acts(scope, token, "gateway call")
 	if _, ok := c.granted[attemptID{scope, token}]; !ok {
 		c.fail(7, scope, "attempt %d called the gateway without a reservation the store acknowledged", token)
 	}
@@ -164,7 +222,7 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 		}
 	}
 	c.everEffect[req.scope] = true
-	if first := c.effect[inc]; first != nil {
+	if first := c.effect[inc]; first != nil && !c.ambiguous[inc] {
 		c.fail(1, req.scope, "request %d (payload %d, %v) is a second execution with an effect in this incarnation of the key, after request %d (payload %d, %v)",
 			ch.id, ch.payload, ch.kind, first.id, first.payload, first.kind)
 		return
@@ -177,6 +235,12 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 
 // answer hears a client receive an answer (invariants 2 and 3).
 func (c *checker) answer(req *request, a *answer) {
+	if a.refused {
+		return // judged when the server began it (begun)
+	}
+	if a.definitive && a.status == 422 {
+		c.mismatch(req)
+	}
 	if !a.definitive || a.status == 422 {
 		return
 	}
@@ -185,9 +249,12 @@ func (c *checker) answer(req *request, a *answer) {
 		return
 	}
 	inc := incarnation{req.scope, a.created}
+	if c.ambiguous[inc] {
+		return
+	}
 	if first, ok := c.seen[inc]; !ok {
 		c.seen[inc] = seenAnswer{a.response, true}
-	} else if !first.response.Equal(a.response) {
+	} else if !sameResponse(first.response, a.response) {
 		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.response.Describe(), a.response.Describe())
 	}
 }
@@ -216,7 +283,7 @@ func (c *checker) final() {
 			return
 		case core.StatusCompleted:
 			inc := incarnation{scope, rec.CreatedAt.UnixNano()}
-			if first := c.seen[inc]; first.ok && !first.response.Equal(rec.Response) {
+			if first := c.seen[inc]; first.ok && !c.ambiguous[inc] && !sameResponse(first.response, rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}

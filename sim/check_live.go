@@ -11,17 +11,6 @@ import (
 	"github.com/idemkit/idem/store"
 )
 
-// Checks of the executor's own contract, numbered after §6's invariants:
-// SPEC §5's rules that only Do keeps (its heartbeat, its detached outcome:
-// the Flow path leaves them to its host), checked in RunLive; the in-flight
-// answer's status, on both paths; and §7's counters (check_metrics.go).
-const (
-	invExecutor = 9  // Do's contract: leases (§5 Heartbeat, lease loss), the detached outcome, the in-flight answer
-	invMetrics  = 10 // SPEC §7 counters
-)
-
-var checkNames = map[int]string{invExecutor: "executor contract", invMetrics: "metrics"}
-
 // failAs records a violation of check inv (invExecutor, invMetrics) through
 // the checker, unless one was recorded already: later ones follow from it.
 func (c *checker) failAs(inv int, scope int32, format string, args ...any) {
@@ -30,7 +19,7 @@ func (c *checker) failAs(inv int, scope int32, format string, args ...any) {
 	}
 	c.fail(0, scope, format, args...)
 	v := &c.w.report.Violations[len(c.w.report.Violations)-1]
-	v.Invariant, v.Name = inv, checkNames[inv]
+	v.Invariant, v.Name = inv, invariantNames[inv]
 }
 
 // heard hears what a server's Flow is told of an event it applied (m

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
 	"time"
 
@@ -28,8 +27,6 @@ type lifeChecker struct {
 	// the attempts its record must show, counted here, not by the core.
 	stillUnknown []uint32
 }
-
-const invLifecycle = 8
 
 func (l *lifeChecker) init(w *world) {
 	l.w = w
@@ -557,21 +554,6 @@ func reconcileBackoff(p *core.Policy, n uint32) time.Duration {
 		d *= 2
 	}
 	return min(d, p.ReconcileBackoffCap)
-}
-
-// sameResponse reports whether two responses are the same byte for byte:
-// the checker's own comparison, so that a broken core.Response.Equal
-// cannot pass for a correct one.
-func sameResponse(a, b core.Response) bool {
-	if a.StatusCode != b.StatusCode || a.SchemaVersion != b.SchemaVersion || len(a.Headers) != len(b.Headers) || !bytes.Equal(a.Body, b.Body) {
-		return false
-	}
-	for i, h := range a.Headers {
-		if h.Name != b.Headers[i].Name || h.Value != b.Headers[i].Value {
-			return false
-		}
-	}
-	return true
 }
 
 // shapeDiff is what is wrong with the shape of a stored record: only a

@@ -1,9 +1,6 @@
 package sim
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-
 	"github.com/idemkit/idem/core"
 )
 
@@ -15,6 +12,7 @@ type client struct {
 	principal string
 	buggy     bool         // one of the clients that reuse keys (FaultKeyMisuse)
 	keys      []core.Scope // keys it used, for a buggy reuse
+	version   uint8        // the index of the fingerprint schema version its SDK sends
 }
 
 // buggyShare is the share of clients that reuse a key for another payload.
@@ -22,13 +20,20 @@ const buggyShare = 0.25
 
 // request is one logical payment: the same key and payload on every retry.
 type request struct {
-	id        int
-	c         *client
-	key       core.Scope
-	scope     int32
-	payload   int64 // the payload's identity, carried back in responses
-	amount    int64
-	fp        core.Fingerprint
+	id      int
+	c       *client
+	key     core.Scope
+	scope   int32
+	payload int64 // the payload's identity, carried back in responses
+	amount  int64
+	body    jsonValue        // the payload, written out anew for every send
+	useCase uint8            // indexes of its use case and schema version
+	version uint8            // (useCases, schemaVersions)
+	fp      core.Fingerprint // the payload's fingerprint by the reference (refFingerprint)
+	long    bool             // a long action: the gateway takes leases over it (longActionShares)
+	// badKey, if set, is the key as the client writes it in its header
+	// (FaultBadInput): with a space at an end, or spaces only.
+	badKey    string
 	start     int64
 	attempts  int
 	done      bool
@@ -40,6 +45,7 @@ type request struct {
 type attempt struct {
 	req     *request
 	n       int
+	body    []byte   // the payload as this send wrote it
 	handled bool     // answered or timed out: its retry is decided
 	to      [2]int32 // the servers it was sent to
 }
@@ -84,32 +90,58 @@ func (req *request) handle(kind uint8) {
 
 func (c *client) newRequest() { c.send(c.makeRequest()) }
 
-// makeRequest draws the client's next payment.
+// makeRequest draws the client's next payment. A buggy client's reused key
+// carries a payload that is another request (another reference
+// fingerprint) than every earlier one on the key.
 func (c *client) makeRequest() *request {
 	w := c.w
-	req := &request{id: len(w.requests), c: c, start: w.now}
+	req := &request{id: len(w.requests), c: c, start: w.now, version: c.version}
 	req.payload = int64(req.id + 1)
-	req.amount = 100 + w.rng.clients.Int64N(100000)
+	req.body = w.payloads.draw(w.rng.payload)
+	req.long = w.rng.payload.Float64() < w.payloads.longShare
 	if c.buggy && len(c.keys) > 0 && w.fault(FaultKeyMisuse, w.rng.clients) {
 		req.key = c.keys[w.rng.clients.IntN(len(c.keys))]
+		req.useCase = useCaseIndex(req.key.UseCase)
+		req.scope = w.scopeOf(req.key)
+		for tries := 0; w.payloadOnScope(req); tries++ {
+			if tries == 8 {
+				req.body.members[0].value = jsonInt(int64(1000000 + req.id)) // an amount no other request has
+				break
+			}
+			req.body = w.payloads.draw(w.rng.payload)
+		}
 	} else {
-		req.key = core.Scope{Tenant: "acme", Principal: c.principal, UseCase: "payments.create", Key: uuid(w.rng.clients.Uint64(), w.rng.clients.Uint64())}
+		req.useCase = uint8(w.rng.payload.IntN(len(useCases)))
+		req.key = core.Scope{Tenant: "acme", Principal: c.principal, UseCase: useCases[req.useCase], Key: uuid(w.rng.payload.Uint64(), w.rng.payload.Uint64())}
 		c.keys = append(c.keys, req.key)
+		req.scope = w.scopeOf(req.key)
 	}
-	req.scope = w.scopeOf(req.key)
-	req.fp = payloadFingerprint(req.amount, req.payload)
+	req.amount = req.body.members[0].value.num
+	req.fp = w.payloads.refFingerprint(&req.body, useCases[req.useCase], schemaVersions[req.version])
 	w.requests = append(w.requests, req)
+	w.check.request(req)
 	return req
 }
 
-// payloadFingerprint stands for the fingerprint package's work on the body
-// {"amount":...,"payload":...}: distinct payloads, distinct fingerprints.
-func payloadFingerprint(amount, payload int64) core.Fingerprint {
-	var b [24]byte
-	copy(b[:8], "payment:")
-	binary.BigEndian.PutUint64(b[8:], uint64(amount))
-	binary.BigEndian.PutUint64(b[16:], uint64(payload))
-	return sha256.Sum256(b[:])
+// payloadOnScope reports whether an earlier request on req's key is the
+// same request as req (the same reference fingerprint).
+func (w *world) payloadOnScope(req *request) bool {
+	fp := w.payloads.refFingerprint(&req.body, useCases[req.useCase], schemaVersions[req.version])
+	for _, r := range w.requests {
+		if r.scope == req.scope && r.fp == fp {
+			return true
+		}
+	}
+	return false
+}
+
+func useCaseIndex(uc string) uint8 {
+	for i, u := range useCases {
+		if u == uc {
+			return uint8(i)
+		}
+	}
+	return 0
 }
 
 // uuid formats 128 random bits as a version 4 UUID.
@@ -139,6 +171,10 @@ func (c *client) send(req *request) {
 	w := c.w
 	req.attempts++
 	att := &attempt{req: req, n: req.attempts}
+	if req.attempts == 1 && w.fault(FaultBadInput, w.rng.clients) {
+		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(3))
+	}
+	att.body = render(make([]byte, 0, 384), &req.body, w.now, w.rng.render) // room for the longest payload: one allocation
 	first := w.rng.clients.IntN(len(w.servers))
 	c.deliver(att, first, evArrive0)
 	if len(w.servers) > 1 && w.fault(FaultDuplicate, w.rng.clients) {

@@ -34,6 +34,7 @@ const (
 	FaultHeartbeatStall                    // a heartbeat is delayed by 1 to 2 leases while the action's gateway call is in flight
 	FaultCheckBad                          // the reconciler's look at the ledger errs, or returns a finding that cannot be stored
 	FaultStoreClockBack                    // the store's clock steps back by up to 100 ms, 250 ms in all (a database clock corrected)
+	FaultBadInput                          // a key with a space at an end, or a server (re)started with a policy out of range
 	faultCount
 )
 
@@ -41,7 +42,7 @@ var faultNames = [faultCount]string{
 	"crash", "lost_request", "lost_response", "gateway_timeout_before", "gateway_timeout_after",
 	"gateway_reject", "gateway_refuse", "gateway_slow", "store_error_before", "store_error_after",
 	"store_latency", "pause", "disconnect", "duplicate", "key_misuse", "gateway_odd_answer",
-	"gateway_stall", "heartbeat_stall", "check_bad", "store_clock_back",
+	"gateway_stall", "heartbeat_stall", "check_bad", "store_clock_back", "bad_input",
 }
 
 func (f Fault) String() string {

@@ -32,6 +32,19 @@
 //     TTL while clients retry).
 //   - The store is the real memstore behind faultyStore, which makes calls
 //     fail before they apply or after a write applied (an ambiguous commit).
+//   - Payloads are JSON documents that clients write out anew for every
+//     send (members shuffled, white space, escapes, a client timestamp the
+//     fingerprint excludes), under two use cases and schema versions; the
+//     servers fingerprint the bytes with package fingerprint (payload.go).
+//   - The store's clock has a grain drawn per seed (none, 1 ms or 1 s), so
+//     that calls land on lease ends and expiry times exactly, and steps
+//     back, by more than a heartbeat interval on some seeds (clock.go); a
+//     share of payments are long actions that beat several times.
+//   - Servers hand Complete the gateway's answer in a buffer they reuse once
+//     they replied; in-flight waits use the memory store's own Wait
+//     (wait.go); a server may freeze between an owner's load and its write,
+//     past its record's whole life; FaultBadInput sends keys with a space at
+//     an end and starts servers with a policy out of range.
 //
 // A run has a fault phase (Config.Arrival, while requests arrive) and then
 // heals: no fault fires any more, and everything must converge.
@@ -61,6 +74,20 @@
 // itself, a read that differs from the last write. Invariant 8 keeps its
 // own small reference of each rule (check_store.go), never package core's:
 // a bug planted in the core would otherwise be planted in its checker.
+// 9, bad input taken (a key with a space at an end, a policy out of range,
+// a stored header value with CR or LF); 10, a deadline judged on the wrong
+// side of its instant (expires_at, locked_until, a due time), by the
+// checker's own reading of the SPEC §5 table, or a Due
+// that leaves out a due record. Invariant 3 also covers the fingerprint:
+// two different requests (by the checker's own pre-image) never share one,
+// and invariant 6 a Mismatch on a key that only ever carried one payload,
+// and a write that does not end a wait on its record.
+// 11, Do's own contract, in RunLive (a lost lease told at once and
+// cancelling the action, no cancel while the extended lease runs, the
+// outcome written detached from the caller, no empty success, the in-flight
+// status by the policy; that one on the Flow path too); 12, a counter of
+// SPEC §7 that differs from the checker's recount of what each caller was
+// told.
 // With Config.LinCheck, the store's history is also checked for
 // linearizability. The first violation stops the run; its report carries the
 // scope's events and Config.Command reproduces it.

@@ -153,6 +153,15 @@ func payloadOf(r *core.Response) int64 {
 	return -1
 }
 
+// Long actions: a share of the payments (drawn per seed: none, 3 % or
+// 10 %) take the gateway half a lease to two leases (a bank's own
+// confirmation step), and their server waits for them up to
+// longActionTimeout leases: the attempt's heartbeat extends its lease
+// several times while the action runs.
+const longActionTimeout = 4
+
+var longActionShares = [...]float64{0, 0.03, 0.1}
+
 func (w *world) netLatency() int64 {
 	return between(w.rng.net, w.cfg.NetLatencyMin, w.cfg.NetLatencyMax)
 }

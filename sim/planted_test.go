@@ -19,12 +19,7 @@ func TestCheckersCatchPlantedBugs(t *testing.T) {
 		for seed := uint64(1); seed <= 50 && !caught; seed++ {
 			cfg := DefaultConfig()
 			cfg.Seed = seed
-			w := newWorld(cfg, true)
-			w.plant = c.plant
-			w.start()
-			w.loop()
-			w.finish()
-			for _, v := range w.report.Violations {
+			for _, v := range runPlanted(cfg, c.plant) {
 				if v.Invariant == c.invariant {
 					caught = true
 					t.Logf("invariant %d caught at seed %d: %s", c.invariant, seed, v.Detail)

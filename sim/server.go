@@ -58,6 +58,7 @@ func (s *server) crashes(scope int32) bool {
 	s.w.after(int64(s.w.cfg.RestartDelay), func() {
 		s.alive = true
 		s.quietUntil = s.w.now + int64(s.w.cfg.CrashQuiet)
+		s.w.reconfigure()
 		s.w.log(TraceEvent{Scope: -1, Actor: ActorServer, ActorID: s.id, What: WhatRestart})
 	})
 	return true
@@ -69,6 +70,29 @@ func (s *server) pause(scope int32) {
 	d := lease + lease/2 + s.w.rng.servers.Int64N(lease*3/2)
 	s.pausedUntil = s.w.now + d
 	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
+}
+
+// pauseLong freezes the server for a lease or, half the time, for as long
+// as a record takes to expire and be removed (a lease, the TTL, the
+// tombstone retention and a sweep) and a little more: a zombie that wakes
+// when its key may have a new record. A TTL too long for a run's time
+// gives a normal pause.
+func (s *server) pauseLong(scope int32) {
+	p := &s.w.policy
+	life := p.LeaseDuration + p.TTL + p.TombstoneRetention + s.w.cfg.SweepEvery
+	if life > 20*time.Second || s.w.rng.servers.IntN(2) == 0 {
+		s.pause(scope)
+		return
+	}
+	d := int64(life) + s.w.rng.servers.Int64N(int64(2*time.Second))
+	s.pausedUntil = s.w.now + d
+	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
+}
+
+// ownerWrite reports whether k is an event an attempt's owner writes with
+// its token.
+func ownerWrite(k core.EventKind) bool {
+	return k == core.EventComplete || k == core.EventFail || k == core.EventMarkUnknown
 }
 
 // receive is a request (copy 0 or 1 of att) arriving from a
@@ -91,9 +115,31 @@ func (s *server) serve(att *attempt) {
 		s.naive(s.epoch, att)
 		return
 	}
-	call, err := w.ex.Begin(idem.Request{Scope: att.req.key, Fingerprint: w.requestFingerprint(att.req)})
+	useCase := att.req.useCase
+	if w.plant.fingerprintOneUseCase {
+		useCase = 0
+	}
+	fp, err := w.payloads.specs[useCase][att.req.version].Of(att.body)
 	if err != nil {
-		panic(err) // unreachable: the simulator builds valid requests
+		w.check.fingerprintRefused(att, err)
+		return
+	}
+	w.check.fingerprint(att.req, fp)
+	if w.cfg.Baseline == BaselineNoFingerprint {
+		fp = w.requestFingerprint(att.req)
+	}
+	key := att.req.key
+	if att.req.badKey != "" {
+		key.Key = att.req.badKey
+	}
+	call, err := w.ex.Begin(idem.Request{Scope: key, Fingerprint: fp})
+	w.check.begun(att.req, key.Key, err)
+	if err != nil {
+		// Bad input: refused for good, and the client does not send it again.
+		a := toAnswer(idem.Result{}, err)
+		a.definitive, a.refused = true, true
+		w.sendAnswer(s, att, a)
+		return
 	}
 	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: call}
 	c.advance()
@@ -120,6 +166,9 @@ type serverCall struct {
 	pauseAfter bool
 	actionDone bool
 	gwResult   gatewayResult
+	// buf is the gateway's answer as the server holds it, in a pooled
+	// buffer handed to Complete: reused once the client's answer is sent.
+	buf core.Response
 }
 
 func (c *serverCall) advance() {
@@ -181,6 +230,7 @@ const (
 	evActionAnswered               // the gateway's answer crosses the network
 	evActionBack                   // the answer reaches the server
 	evActionDone                   // the server goes on with it
+	evOpResume                     // the call's next store call, after a pause between two
 )
 
 func (c *serverCall) handle(kind uint8) {
@@ -191,6 +241,8 @@ func (c *serverCall) handle(kind uint8) {
 		c.s.w.opAnswer(c, c.hb, evHbStep)
 	case evHbTick:
 		c.beat()
+	case evOpResume:
+		c.s.w.opCall(c, &c.main, evOpStep)
 	default:
 		c.actionStep(kind)
 	}
@@ -206,7 +258,7 @@ func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.
 		r.ev, r.done, r.err = ev, false, nil
 	} else {
 		r.op.Reset(w.scopes[meta.scope], ev, &w.policy)
-		r.op.UseStep(w.cfg.Step)
+		r.op.UseStep(w.step)
 	}
 	r.meta = meta
 	w.opCall(c, r, kind)
@@ -237,6 +289,15 @@ func (r *opRun) result() (a *store.Applied, err error, ok bool) {
 func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	a, err, ok := r.result()
 	if !ok {
+		if r == &c.main && ownerWrite(r.meta.event) && w.fault(FaultPause, w.rng.servers) {
+			// The server freezes with the record it loaded in hand, and
+			// writes when it wakes: a zombie whose compare-and-set must
+			// fail, even if meanwhile the key's record expired, was
+			// removed and a new one reached the version it expects.
+			c.s.pauseLong(c.scope)
+			c.s.runEvent(event{h: c, kind: evOpResume, srv: c.s, epoch: c.epoch})
+			return
+		}
 		w.opCall(c, r, kind)
 		return
 	}
@@ -256,33 +317,6 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 		c.call.ApplyDone(a, err)
 		c.advance()
 	}
-}
-
-// waiter is a server waiting for a record to change, or for its time.
-type waiter struct {
-	fired bool
-	fn    func()
-}
-
-func (wt *waiter) wake() {
-	if !wt.fired {
-		wt.fired = true
-		wt.fn()
-	}
-}
-
-func (c *serverCall) wait(eff idem.Effect) {
-	w := c.s.w
-	start := w.now
-	wt := &waiter{}
-	wt.fn = func() {
-		c.s.run(c.epoch, func() {
-			c.call.WaitDone(timeSince(w.now, start))
-			c.advance()
-		})
-	}
-	w.waiters[c.scope] = append(w.waiters[c.scope], wt)
-	w.after(int64(eff.Wait), wt.wake)
 }
 
 // runAction is the caller's action: a charge through the payment gateway,
@@ -317,7 +351,11 @@ func (c *serverCall) actionStep(kind uint8) {
 	case evActionRefused:
 		c.finishAction(core.Response{}, idem.NotExecuted(errGatewayRefused), actionNotExecuted)
 	case evActionSend:
-		w.afterOnH(s, c.epoch, int64(w.cfg.GatewayTimeout), c, evActionTimeout)
+		timeout := int64(w.cfg.GatewayTimeout)
+		if c.att.req.long {
+			timeout = longActionTimeout * int64(w.policy.LeaseDuration)
+		}
+		w.afterOnH(s, c.epoch, timeout, c, evActionTimeout)
 		if w.fault(FaultDisconnect, w.rng.net) {
 			// The client hangs up; the handler's context is cancelled mid-call.
 			w.afterOnH(s, c.epoch, w.rng.net.Int64N(int64(w.cfg.GatewayTimeout)), c, evActionCancelled)
@@ -342,7 +380,12 @@ func (c *serverCall) actionStep(kind uint8) {
 		c.finishAction(core.Response{}, context.Canceled, actionUnknown)
 	case evActionAtGateway: // the gateway's own event: no server's crash or pause stops it
 		c.gwResult = w.gateway.handle(w, c.scope, c.att.req, c.attempt.Token, c.attempt.LockedUntil)
-		w.afterH(w.gatewayLatency()+w.netLatency(), c, evActionAnswered)
+		work := w.gatewayLatency()
+		if c.att.req.long {
+			lease := int64(w.policy.LeaseDuration)
+			work = lease/2 + w.rng.gateway.Int64N(lease*3/2)
+		}
+		w.afterH(work+w.netLatency(), c, evActionAnswered)
 	case evActionAnswered: // the network's
 		if c.gwResult.charge != nil && w.fault(FaultGatewayTimeoutAfter, w.rng.gateway) {
 			w.log(TraceEvent{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 3})
@@ -359,7 +402,8 @@ func (c *serverCall) actionStep(kind uint8) {
 			c.finishAction(core.Response{}, idem.NotExecuted(errDeadlinePassed), actionNotExecuted)
 			return
 		}
-		c.finishAction(c.gwResult.charge.response(), nil, actionCompleted)
+		c.buf = copyResponse(c.gwResult.charge.response())
+		c.finishAction(c.buf, nil, actionCompleted)
 	}
 }
 
@@ -405,6 +449,7 @@ func (c *serverCall) beat() {
 	if c.hbStop {
 		return
 	}
+	c.s.w.check.acts(c.scope, c.token, "heartbeat")
 	if c.hb == nil {
 		c.hb = new(opRun)
 	}
@@ -414,6 +459,7 @@ func (c *serverCall) beat() {
 // beaten hears how a heartbeat went: the next one is due unless the lease
 // could not be extended.
 func (c *serverCall) beaten(a *store.Applied, err error) {
+	c.s.w.check.beaten(c.scope, c.token, a, err)
 	if !c.call.HeartbeatDone(a, err) {
 		// The lease is lost: as the executor cancels the action's context
 		// (cause idem.ErrLeaseLost), the action stops waiting for the
@@ -434,6 +480,7 @@ type answer struct {
 	retryAfter int64
 	kind       idem.ResultKind
 	created    int64 // the incarnation of the key the outcome belongs to
+	refused    bool  // bad input (FaultBadInput), refused before anything was stored
 }
 
 func toAnswer(r idem.Result, err error) answer {
@@ -454,11 +501,13 @@ func (c *serverCall) reply() {
 	a := toAnswer(res, err)
 	a.created = c.created
 	c.s.w.sendAnswer(c.s, c.att, a)
+	reuseBuffer(&c.buf)
 }
 
 // sendAnswer sends a to the client of att, through the lossy network.
 func (w *world) sendAnswer(s *server, att *attempt, a answer) {
 	scope := att.req.scope
+	a.response = copyResponse(a.response) // what crosses the network: the client's own bytes
 	if w.plant.corruptReplays && a.kind == idem.ResultReplayed && len(a.response.Body) > 0 {
 		a.response = a.response.Clone()
 		a.response.Body[0] ^= 1

@@ -36,8 +36,11 @@ type world struct {
 	// fastPath: this seed's servers and workers go through the memory
 	// store's single-lock Apply (what production Do takes over it), not
 	// load and compare-and-set (Config.StorePath).
-	fastPath  bool
-	clockSkew int64 // how far the store's clock is behind the world's (FaultStoreClockBack)
+	fastPath bool
+	// step is the core every store call steps through: Config.Step, with
+	// the checker watching each transition (observeStep).
+	step       core.StepFunc
+	storeClock storeClock // the store's clock: its grain and how far it is behind the world's
 	// shadow is every scope's record as the store's applied writes left it:
 	// the checkers read it, so that watching the store never changes it (a
 	// Load would hand out a fresh token).
@@ -49,7 +52,8 @@ type world struct {
 	scopes   []core.Scope
 	scopeIdx map[core.Scope]int32
 	gateway  gateway
-	waiters  [][]*waiter // by scope: the servers waiting for its record to change
+	payloads payloadSpace // the seed's payload vocabulary and fingerprint specs
+	waiters  [][]*waiter  // by scope: the servers waiting for its record to change
 
 	check   checker
 	recount counterRecount // the servers' counters, as the checker recounts them from what the servers heard
@@ -93,7 +97,9 @@ func newWorld(cfg Config, tracing bool) *world {
 	}
 	w.rates = cfg.rates(w.rng.swarm)
 	w.fixedDelays(int64(cfg.ClientTimeout), int64(cfg.GatewayTimeout), int64(w.policy.LeaseDuration/3), int64(cfg.ReconcileEvery), int64(cfg.SweepEvery))
-	w.mem = memstore.New(memstore.Options{Clock: w.storeTime, Shards: 8, Deterministic: true, Step: cfg.Step})
+	w.storeClock.draw(w.rng.clock, &w.policy)
+	w.step = w.observeStep(cfg.Step)
+	w.mem = memstore.New(memstore.Options{Clock: w.storeTime, Shards: 8, Deterministic: true, Step: w.step})
 	w.store = &faultyStore{w: w, inner: w.mem}
 	w.fastPath = cfg.fastPath(w.rng.path)
 	// One executor per actor kind, each over the store as that actor sees
@@ -108,6 +114,7 @@ func newWorld(cfg Config, tracing bool) *world {
 	w.shadow = make([]core.Record, 0, cfg.Requests)
 	w.waiters = make([][]*waiter, cfg.Requests)
 	w.gateway.init(cfg.Requests)
+	w.payloads.init(w.rng.payload)
 	w.check.init(w)
 	w.report.init(w)
 	return w
@@ -119,6 +126,9 @@ type plantedBugs struct {
 	corruptReplays bool // a server replays a response one byte off (invariant 2)
 	neverReconcile bool // the reconciler never finds the truth (invariant 5)
 	clientsGiveUp  bool // clients do not retry after a failure (invariant 6)
+	// fingerprintOneUseCase: servers fingerprint every payload with the
+	// spec of the first use case (invariant 3, domain separation).
+	fingerprintOneUseCase bool
 }
 
 // fault reports whether f fires now, drawing from r. Faults fire only in the
@@ -151,10 +161,12 @@ func (w *world) scopeOf(s core.Scope) int32 {
 func (w *world) start() {
 	for i := range w.cfg.Servers {
 		w.servers = append(w.servers, &server{w: w, id: int32(i), alive: true})
+		w.reconfigure()
 	}
 	for i := range w.cfg.Clients {
 		buggy := w.rates[FaultKeyMisuse] > 0 && w.rng.clients.Float64() < buggyShare
-		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i), buggy: buggy})
+		version := uint8(w.rng.payload.IntN(len(schemaVersions)))
+		w.clients = append(w.clients, &client{w: w, id: int32(i), principal: fmt.Sprintf("client-%d", i), buggy: buggy, version: version})
 	}
 	// Requests go round the clients and start at random times in the
 	// arrival window.
@@ -251,30 +263,27 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 	scope, ok := w.scopeIdx[rec.Scope]
 	if !ok {
 		scope = -1
+		w.check.written(scope, rec) // a scope no request has: a bad key's, say
 	} else {
 		prev := w.shadow[scope]
 		if kind == core.WriteDelete {
 			w.shadow[scope] = core.Record{Scope: rec.Scope}
 		} else {
 			w.shadow[scope] = *rec
+			// The shadow keeps its own copy: the writer may reuse its buffer.
+			w.shadow[scope].Response = copyResponse(rec.Response)
 		}
 		w.check.write(*m, scope, &prev, &w.shadow[scope], kind, expectToken)
 	}
 	w.log(TraceEvent{Scope: m.scope, Actor: ActorStore, What: WhatWrite, Token: rec.Token, Arg: int64(kind), Arg2: int64(rec.Status)})
-	// Wake the servers waiting on this scope.
-	if m.scope < 0 {
-		return
-	}
-	if woken := w.waiters[m.scope]; len(woken) > 0 {
-		w.waiters[m.scope] = nil
-		for _, wt := range woken {
-			wt.wake()
-		}
+	if scope >= 0 {
+		w.wakeWaiters(scope, rec)
 	}
 }
 
 // finish runs the end-of-run checks and fills the report.
 func (w *world) finish() {
+	w.endWaits()
 	w.sweepActor.end()
 	w.reconcileActor.end()
 	if !w.stopped || w.report.Converged {
@@ -331,7 +340,7 @@ func (w *world) String() string {
 
 // The ways FaultCheckBad makes the reconciler's Check go wrong: none of
 // them may settle a record, and none may stop the reconciler.
-var checkBadNames = [...]string{"error", "no verdict", "executed without a response", "executed with an injected header", "executed with a 1xx status"}
+var checkBadNames = [...]string{"error", "no verdict", "executed without a response", "executed with an injected header", "executed with a 1xx status", "executed with a header value that splits the response"}
 
 func badFinding(how int) (idem.Finding, error) {
 	switch how {
@@ -343,24 +352,10 @@ func badFinding(how int) (idem.Finding, error) {
 		return idem.Finding{Verdict: core.VerdictExecuted}, nil
 	case 3:
 		return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 201, Headers: []core.Header{{Name: "X-A\r\nSet-Cookie", Value: "a=b"}}}}, nil
+	case 5:
+		return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 201, Headers: []core.Header{splittingHeader}}}, nil
 	}
 	return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 102}}, nil
 }
 
 var errCheckFailed = errors.New("sim: the ledger did not answer")
-
-// storeTime is the store's clock: the world's, less a skew that a
-// FaultStoreClockBack step makes grow, so that it goes back by up to 100 ms
-// at a step and runs on from there (a database whose clock was corrected).
-// The skew stays under clockSkewMax, a quarter of the shortest lease: the
-// gateway judges an attempt's deadline (a lease end, on the store's clock)
-// by its own clock, and no design executes anything when the two disagree
-// by a lease.
-func (w *world) storeTime() time.Time {
-	if w.clockSkew < clockSkewMax && w.fault(FaultStoreClockBack, w.rng.store) {
-		w.clockSkew = min(clockSkewMax, w.clockSkew+1+w.rng.store.Int64N(int64(100*time.Millisecond)))
-	}
-	return w.Time().Add(-time.Duration(w.clockSkew))
-}
-
-const clockSkewMax = int64(250 * time.Millisecond)

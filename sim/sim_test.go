@@ -38,7 +38,9 @@ func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
 					for _, v := range r.Violations {
 						t.Fatalf("seed %d: invariant %d (%s) in %s: %s\n%s\nreproduce: %s", seed, v.Invariant, v.Name, v.Scope, v.Detail, strings.Join(v.Events, "\n"), c.Command())
 					}
-					if !r.Converged || r.Done != r.Requests || r.Requests != c.Requests {
+					// A key the reconciler gave up on (the policy's attempts
+					// ran out) is left to an operator, with its request.
+					if !r.Converged && r.Abandoned == 0 || r.Done+r.Abandoned < r.Requests || r.Requests != c.Requests {
 						t.Fatalf("seed %d: did not converge (%d/%d answered)", seed, r.Done, r.Requests)
 					}
 					continue

@@ -170,11 +170,14 @@ func (c callerStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]
 	for i := range recs {
 		c.s.w.check.life.due(kind, &recs[i])
 	}
+	if err == nil {
+		c.s.w.check.listedDue(kind, limit, epoch.Add(time.Duration(c.s.w.storeClock.last)), recs)
+	}
 	return recs, err
 }
 
-// Wait is never called by the simulator, which wakes waiters itself when it
-// sees a write; it is here to satisfy store.Store.
+// Wait is here to satisfy store.Store: the servers' in-flight waits call
+// the memory store's own Wait (wait.go).
 func (c callerStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.Token) error {
 	return c.s.inner.Wait(ctx, scope, v, t)
 }

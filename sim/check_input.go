@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"strings"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+)
+
+// FaultBadInput makes the world send what idem must refuse (SPEC §3, §5):
+// a key with a space at either end or made of spaces, and a server
+// configuration with a policy value out of range; FaultCheckBad has the
+// reconciler's look at the ledger return a response with a header value
+// that carries CR and LF (response splitting on replay).
+// The checker judges each by rules of its own, written from the SPEC, not
+// by the core's validation, which is under test: bad input gets an error
+// and writes nothing; good input is taken.
+
+// badKey turns a valid key into one with a space at its start or end, or
+// into spaces only.
+func badKey(key string, how int) string {
+	switch how {
+	case 0:
+		return " " + key
+	case 1:
+		return key + " "
+	}
+	return strings.Repeat(" ", len(key))
+}
+
+// keyRefusable is the checker's rule for the keys the world makes: a
+// space at either end (keys of spaces only included) is refused.
+func keyRefusable(key string) bool {
+	return key == "" || key[0] == ' ' || key[len(key)-1] == ' '
+}
+
+// headerRefusable is the checker's rule for a stored response: a header
+// value with CR, LF or NUL splits the response it is replayed in.
+func headerRefusable(r *core.Response) bool {
+	for _, h := range r.Headers {
+		if strings.ContainsAny(h.Value, "\r\n\x00") {
+			return true
+		}
+	}
+	return false
+}
+
+// splittingHeader is a header a bad Check returns (FaultCheckBad): a
+// downstream message echoed with a line break in it.
+var splittingHeader = core.Header{Name: "X-Gateway-Message", Value: "ok\r\nSet-Cookie: session=attacker"}
+
+// policyLimits is SPEC §5's range for the policy values the world draws
+// out of range: TTL and tombstone retention in (0, 72 h], a positive lease,
+// a non-negative in-flight wait, at least one reconcile attempt.
+const policyDurationCap = 72 * time.Hour
+
+func policyRefusable(p *core.Policy) bool {
+	return p.TTL <= 0 || p.TTL > policyDurationCap ||
+		p.TombstoneRetention <= 0 || p.TombstoneRetention > policyDurationCap ||
+		p.LeaseDuration <= 0 || p.InFlightWait < 0 || p.ReconcileAttemptsMax == 0
+}
+
+// misconfigure is the policy of a server's configuration under
+// FaultBadInput: the seed's, with one value drawn at or around the edges
+// of its range (in range or not: the checker's rule says which).
+func (w *world) misconfigure() core.Policy {
+	p := w.policy
+	r := w.rng.servers
+	edges := []time.Duration{-time.Second, 0, 1, policyDurationCap - 1, policyDurationCap, policyDurationCap + 1, 2 * policyDurationCap, 30 * 24 * time.Hour}
+	d := edges[r.IntN(len(edges))]
+	switch r.IntN(5) {
+	case 0:
+		p.TTL = d
+	case 1:
+		p.TombstoneRetention = d
+	case 2:
+		p.LeaseDuration = []time.Duration{-time.Second, 0, time.Millisecond}[r.IntN(3)]
+	case 3:
+		p.InFlightWait = min(d, 0)
+	default:
+		p.ReconcileAttemptsMax = uint32(r.IntN(2))
+	}
+	return p
+}
+
+// reconfigure is a server reading its configuration as it (re)starts:
+// under FaultBadInput the configuration is off, and building an executor
+// from it must fail when the policy is out of range (the server then
+// keeps its last good one).
+func (w *world) reconfigure() {
+	if !w.fault(FaultBadInput, w.rng.servers) {
+		return
+	}
+	p := w.misconfigure()
+	_, err := idem.New(w.store.view(&opMeta{scope: -1}), idem.WithPolicy(p))
+	w.check.policy(&p, err)
+}
+
+// policy hears the outcome of building an executor from p (invariant 8).
+func (c *checker) policy(p *core.Policy, err error) {
+	switch refusable := policyRefusable(p); {
+	case refusable && err == nil:
+		c.fail(invBadInput, -1, "a policy out of range was taken: ttl %v, tombstone retention %v, lease %v, in-flight wait %v, reconcile attempts max %d",
+			p.TTL, p.TombstoneRetention, p.LeaseDuration, p.InFlightWait, p.ReconcileAttemptsMax)
+	case !refusable && err != nil:
+		c.fail(invBadInput, -1, "a policy in range was refused: %v", err)
+	}
+}
+
+// begun hears a server begin req with key as its client wrote it
+// (invariant 8): a bad key is refused with an error, a good one taken.
+func (c *checker) begun(req *request, key string, err error) {
+	switch refusable := keyRefusable(key); {
+	case refusable && err == nil:
+		c.fail(invBadInput, req.scope, "the key %q (payload %d) was taken", key, req.payload)
+	case !refusable && err != nil:
+		c.fail(invBadInput, req.scope, "payload %d was refused: %v", req.payload, err)
+	}
+}
+
+// written holds a write to the rules: nothing is written for a bad key,
+// and no response is stored with a header that splits it (invariant 8).
+func (c *checker) written(scope int32, rec *core.Record) {
+	switch {
+	case keyRefusable(rec.Scope.Key):
+		c.fail(invBadInput, scope, "a record was written for the key %q", rec.Scope.Key)
+	case headerRefusable(&rec.Response):
+		c.fail(invBadInput, scope, "a response was stored with a header value that splits it: %s", rec.Response.Describe())
+	}
+}
