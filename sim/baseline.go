@@ -79,7 +79,7 @@ func (s *server) naive(epoch int, att *attempt) {
 			return
 		}
 		if snap.Record.Status == core.StatusCompleted {
-			w.sendAnswer(s, att, answer{status: snap.Record.Response.StatusCode, definitive: true, response: snap.Record.Response, kind: idem.ResultReplayed, created: snap.Record.CreatedAt.UnixNano()})
+			w.sendAnswer(s, att, answer{status: snap.Record.Response.StatusCode, definitive: true, response: snap.Record.Response, kind: idem.ResultReplayed, token: snap.Record.Token})
 			return
 		}
 		w.check.gatewayCall(req.scope, snap.FreshToken)
@@ -94,7 +94,7 @@ func (s *server) naive(epoch int, att *attempt) {
 				}
 				s.at(epoch, w.storeLatency(), func() {
 					_ = st.Insert(context.Background(), &rec)
-					w.sendAnswer(s, att, answer{status: resp.StatusCode, definitive: true, response: resp, kind: idem.ResultExecuted, created: rec.CreatedAt.UnixNano()})
+					w.sendAnswer(s, att, answer{status: resp.StatusCode, definitive: true, response: resp, kind: idem.ResultExecuted, token: rec.Token})
 				})
 			})
 		})

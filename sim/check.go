@@ -54,9 +54,9 @@ const (
 type checker struct {
 	w *world
 	// granted: attempts (scope, token) that the store durably made the
-	// owner of an in_progress record, with the incarnation (CreatedAt, in
-	// Unix nanoseconds) they belong to.
-	granted map[attemptID]int64
+	// owner of an in_progress record, with the incarnation they belong to
+	// (the token of its first attempt).
+	granted map[attemptID]core.Token
 	// effect: per incarnation, the first request the gateway processed
 	// (a charge, a decline or another business answer).
 	effect map[incarnation]*charge
@@ -75,17 +75,15 @@ type checker struct {
 	// leaseLost: attempts a heartbeat told the record is no longer theirs
 	// in progress (check_attempt.go).
 	leaseLost map[attemptID]core.DecisionKind
-	// created: each scope's latest incarnation (its CreatedAt), once one
-	// was written (incarnate).
-	created    []int64
-	incarnated []bool
-	ambiguous  map[incarnation]bool // incarnations that share their CreatedAt with an earlier one
 }
 
-// incarnation names one life of a key: its scope and its CreatedAt.
+// incarnation names one life of a key: its scope and the token of the
+// attempt that began it. Not its CreatedAt: a zombie's insert carries the
+// time it loaded at, and on a coarse store clock a key's new life can get
+// the CreatedAt of the one before.
 type incarnation struct {
-	scope   int32
-	created int64
+	scope int32
+	first core.Token
 }
 
 // seenAnswer is the first outcome a client saw for an incarnation; its
@@ -97,33 +95,13 @@ type seenAnswer struct {
 
 func (c *checker) init(w *world) {
 	c.w = w
-	c.granted = make(map[attemptID]int64, w.cfg.Requests)
+	c.granted = make(map[attemptID]core.Token, w.cfg.Requests)
 	c.effect = make(map[incarnation]*charge, w.cfg.Requests)
 	c.seen = make(map[incarnation]seenAnswer, w.cfg.Requests)
 	c.everEffect = make([]bool, w.cfg.Requests)
 	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
 	c.life.init(w)
 	c.payload.init(w.cfg.Requests)
-	c.created = make([]int64, w.cfg.Requests)
-	c.incarnated = make([]bool, w.cfg.Requests)
-}
-
-// incarnate hears a write of rec over prev. A store clock with a coarse
-// grain can give a key's new incarnation the CreatedAt of the one before (a
-// zombie's insert carries the time it loaded at): answers and charges,
-// which name an incarnation by its CreatedAt, can then belong to either,
-// so the checker no longer holds them to one another there (invariants 1
-// and 2). Every other checker still applies to them.
-func (c *checker) incarnate(scope int32, prev, rec *core.Record, kind core.WriteKind) {
-	created := rec.CreatedAt.UnixNano()
-	fresh := kind == core.WriteInsert || prev.Status == core.StatusExpired && rec.Status != core.StatusExpired
-	if fresh && c.incarnated[scope] && c.created[scope] == created {
-		if c.ambiguous == nil {
-			c.ambiguous = make(map[incarnation]bool)
-		}
-		c.ambiguous[incarnation{scope, created}] = true
-	}
-	c.created[scope], c.incarnated[scope] = created, true
 }
 
 // fail records a violation and stops the run.
@@ -159,9 +137,6 @@ func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core
 		c.fail(4, scope, "a %v expecting token %d replaced the record of token %d", kind, expectToken, prev.Token)
 		return
 	}
-	if kind != core.WriteDelete {
-		c.incarnate(scope, prev, rec, kind)
-	}
 	if rec.Status == core.StatusInProgress && kind != core.WriteDelete {
 		c.grant(scope, prev, rec)
 	}
@@ -188,7 +163,15 @@ func (c *checker) grant(scope int32, prev, rec *core.Record) {
 			return
 		}
 		c.tokens[rec.Token] = scope
-		c.granted[id] = rec.CreatedAt.UnixNano()
+		// A failed_retryable record executing again is the same life of
+		// its key (the core keeps its CreatedAt); anything else is a new one.
+		first := rec.Token
+		if prev.Status == core.StatusFailedRetryable && rec.CreatedAt.Equal(prev.CreatedAt) {
+			if f, ok := c.granted[attemptID{scope, prev.Token}]; ok {
+				first = f
+			}
+		}
+		c.granted[id] = first
 		return
 	}
 	// The same attempt written again (a heartbeat, a clock that stepped
@@ -222,7 +205,7 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 		}
 	}
 	c.everEffect[req.scope] = true
-	if first := c.effect[inc]; first != nil && !c.ambiguous[inc] {
+	if first := c.effect[inc]; first != nil {
 		c.fail(1, req.scope, "request %d (payload %d, %v) is a second execution with an effect in this incarnation of the key, after request %d (payload %d, %v)",
 			ch.id, ch.payload, ch.kind, first.id, first.payload, first.kind)
 		return
@@ -248,10 +231,7 @@ func (c *checker) answer(req *request, a *answer) {
 		c.fail(3, req.scope, "the client of payload %d received the outcome of payload %d", req.payload, p)
 		return
 	}
-	inc := incarnation{req.scope, a.created}
-	if c.ambiguous[inc] {
-		return
-	}
+	inc := incarnation{req.scope, c.granted[attemptID{req.scope, a.token}]}
 	if first, ok := c.seen[inc]; !ok {
 		c.seen[inc] = seenAnswer{a.response, true}
 	} else if !sameResponse(first.response, a.response) {
@@ -282,8 +262,8 @@ func (c *checker) final() {
 			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
 			return
 		case core.StatusCompleted:
-			inc := incarnation{scope, rec.CreatedAt.UnixNano()}
-			if first := c.seen[inc]; first.ok && !c.ambiguous[inc] && !sameResponse(first.response, rec.Response) {
+			inc := incarnation{scope, c.granted[attemptID{scope, rec.Token}]}
+			if first := c.seen[inc]; first.ok && !sameResponse(first.response, rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}

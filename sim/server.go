@@ -157,9 +157,6 @@ type serverCall struct {
 	hbStop bool
 	main   opRun  // every apply of the call, one at a time
 	hb     *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
-	// created is the incarnation (CreatedAt) of the record the last
-	// reserve answered from: the answer carries it to the checkers.
-	created int64
 
 	// The action's state.
 	attempt    idem.Attempt
@@ -311,9 +308,6 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	if kind == evHbStep {
 		c.beaten(a, err)
 	} else {
-		if err == nil && m.event == core.EventReserve {
-			c.created = a.Record.CreatedAt.UnixNano()
-		}
 		c.call.ApplyDone(a, err)
 		c.advance()
 	}
@@ -479,13 +473,13 @@ type answer struct {
 	response   core.Response // for a definitive outcome
 	retryAfter int64
 	kind       idem.ResultKind
-	created    int64 // the incarnation of the key the outcome belongs to
-	refused    bool  // bad input (FaultBadInput), refused before anything was stored
+	token      core.Token // the attempt whose outcome this is (its incarnation's, to the checkers)
+	refused    bool       // bad input (FaultBadInput), refused before anything was stored
 }
 
 func toAnswer(r idem.Result, err error) answer {
 	if err == nil {
-		return answer{status: r.Response.StatusCode, definitive: true, response: r.Response, kind: r.Kind}
+		return answer{status: r.Response.StatusCode, definitive: true, response: r.Response, kind: r.Kind, token: r.Token}
 	}
 	var e *idem.Error
 	if errors.As(err, &e) {
@@ -499,7 +493,6 @@ func (c *serverCall) reply() {
 	res, err := c.call.Result()
 	c.s.w.check.inFlightAnswer(c.scope, err) // check_live.go
 	a := toAnswer(res, err)
-	a.created = c.created
 	c.s.w.sendAnswer(c.s, c.att, a)
 	reuseBuffer(&c.buf)
 }
