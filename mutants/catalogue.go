@@ -361,11 +361,11 @@ var Catalogue = []Mutant{
 	},
 	{
 		ID: "core-printable-loop-bound", File: "core/scope.go",
-		Old:        "\tfor ; i+8 <= len(s); i += 8 {",
-		New:        "\tfor ; i+8 < len(s); i += 8 {",
+		Old:        "\t\tfor i := 0; i+8 <= n; i += 8 {",
+		New:        "\t\tfor i := 0; i+8 < n; i += 8 {",
 		Desc:       "the word-at-a-time scan stops one word early",
 		Breaks:     "none",
-		Equivalent: "the byte loop after it checks every byte the word loop left, with the same predicate",
+		Equivalent: "it skips a word only when that word ends the string, and the overlapping tail word after the loop is that word",
 	},
 	{
 		ID: "core-policy-ttl-cap-dropped", File: "core/policy.go",
@@ -527,8 +527,8 @@ var Catalogue = []Mutant{
 	},
 	{
 		ID: "exec-replay-drops-headers", File: "flow.go",
-		Old:    "\t\tf.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Recorded: true}, nil)",
-		New:    "\t\tf.done(Result{Kind: ResultReplayed, Response: Response{StatusCode: a.Record.Response.StatusCode, Body: a.Record.Response.Body, SchemaVersion: a.Record.Response.SchemaVersion}, Recorded: true}, nil)",
+		Old:    "\treturn Result{Kind: ResultReplayed, Response: a.Record.Response, Token: a.Record.Token, Recorded: true}",
+		New:    "\treturn Result{Kind: ResultReplayed, Response: Response{StatusCode: a.Record.Response.StatusCode, Body: a.Record.Response.Body, SchemaVersion: a.Record.Response.SchemaVersion}, Token: a.Record.Token, Recorded: true}",
 		Desc:   "a replay drops the stored headers",
 		Breaks: "§5 Reserve completed \"replay the stored response exactly\"; §6.2 replay fidelity",
 	},

@@ -10,7 +10,7 @@
 //	unit         go test ./core/ ./store/ ./store/mem/ . ./fingerprint/, the
 //	             memory store's conformance test skipped
 //	conformance  go test -run '^TestMemstoreConformance$' ./store/mem/
-//	sim          simrun -seeds N (built once per mutant with -overlay)
+//	sim          simrun -seeds N -lincheck=false (built once per mutant with -overlay)
 //	lincheck     simrun -seeds N' -lincheck
 //	live         simrun -live -seeds N'' (real time, through Executor.Do and
 //	             its heartbeat; not reproducible by seed: -live-runs runs
@@ -18,7 +18,8 @@
 //
 // A layer kills a mutant when its command fails. The matrix marks K (failed),
 // T (timed out: killed), E (the simulator crashed or errored: killed), and
-// "." (survived). A mutant that does not compile is B in every column and
+// "." (survived), "-" (the layer was left out by -layers: in no total). A
+// mutant that does not compile is B in every column and
 // counts as a catalogue error, not a kill.
 package main
 
@@ -35,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +55,7 @@ type options struct {
 	list, check, noBaseline bool
 	unitTimeout, confTimeout,
 	simTimeout, liveTimeout time.Duration
+	skip [layerCount]bool // layers left out (-layers): their cells read "-"
 }
 
 // layer is one column of the matrix.
@@ -68,6 +71,21 @@ const (
 )
 
 var layerNames = [layerCount]string{"unit", "conformance", "sim", "lincheck", "live"}
+
+// pickLayers sets o.skip from a comma list of layer names.
+func (o *options) pickLayers(list string) error {
+	for l := range o.skip {
+		o.skip[l] = true
+	}
+	for _, name := range strings.Split(list, ",") {
+		i := slices.Index(layerNames[:], strings.TrimSpace(name))
+		if i < 0 {
+			return fmt.Errorf("no layer %q", name)
+		}
+		o.skip[i] = false
+	}
+	return nil
+}
 
 // cell is one layer's verdict on one mutant.
 type cell struct {
@@ -120,7 +138,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.liveSeeds, "live-seeds", 10, "seeds of the simulator run with -live (real time, through Executor.Do)")
 	fs.IntVar(&o.liveRuns, "live-runs", 1, "runs of the -live layer per mutant (it is not reproducible by seed): the cell says how many killed")
 	fs.DurationVar(&o.liveTimeout, "live-timeout", time.Minute, "timeout of each -live run")
+	layersFlag := fs.String("layers", strings.Join(layerNames[:], ","), "the layers to run, a comma list of "+strings.Join(layerNames[:], ", ")+"; the others' cells read -")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := o.pickLayers(*layersFlag); err != nil {
+		fmt.Fprintf(stderr, "mutate: -layers: %v\n", err)
 		return 2
 	}
 	root, err := moduleRoot()
@@ -319,28 +342,47 @@ func (r *runner) layers(overlay, name string) *row {
 	}
 	// No separate build: the unit layer compiles every package a mutant
 	// can reach but the simulator's, whose build comes next.
-	unit := r.exec(r.o.unitTimeout, goCmd("test", "-timeout", (r.o.unitTimeout-10*time.Second).String(),
-		"-skip", "^TestMemstoreConformance$", "./core/", "./store/", "./store/mem/", ".", "./fingerprint/")...)
-	rw.cells[layerUnit] = unitCell(unit)
+	for l := range rw.cells {
+		if r.o.skip[l] {
+			rw.cells[l] = cell{mark: "-"}
+		}
+	}
+	if !r.o.skip[layerUnit] {
+		unit := r.exec(r.o.unitTimeout, goCmd("test", "-timeout", (r.o.unitTimeout-10*time.Second).String(),
+			"-skip", "^TestMemstoreConformance$", "./core/", "./store/", "./store/mem/", ".", "./fingerprint/")...)
+		rw.cells[layerUnit] = unitCell(unit)
+	}
 	if rw.cells[layerUnit].mark == "B" {
-		fmt.Fprintf(r.log, "mutate: %s does not build:\n%s\n", name, tail(unit.out, 20))
+		fmt.Fprintf(r.log, "mutate: %s does not build\n", name)
 		for l := range rw.cells {
 			rw.cells[l] = cell{mark: "B"}
 		}
 		rw.took = time.Since(start)
 		return rw
 	}
-	conf := r.exec(r.o.confTimeout, goCmd("test", "-timeout", (r.o.confTimeout-10*time.Second).String(),
-		"-run", "^TestMemstoreConformance$", "./store/mem/")...)
-	rw.cells[layerConf] = plainCell(conf)
+	if !r.o.skip[layerConf] {
+		conf := r.exec(r.o.confTimeout, goCmd("test", "-timeout", (r.o.confTimeout-10*time.Second).String(),
+			"-run", "^TestMemstoreConformance$", "./store/mem/")...)
+		rw.cells[layerConf] = plainCell(conf)
+	}
+	if r.o.skip[layerSim] && r.o.skip[layerLin] && r.o.skip[layerLive] {
+		rw.took = time.Since(start)
+		return rw
+	}
 	bin := filepath.Join(r.tmp, "simrun-"+name)
 	if res := r.exec(3*time.Minute, goCmd("build", "-o", bin, "./cmd/simrun")...); res.code != 0 {
 		fmt.Fprintf(r.log, "mutate: %s: simrun does not build:\n%s\n", name, tail(res.out, 20))
 		rw.cells[layerSim], rw.cells[layerLin], rw.cells[layerLive] = cell{mark: "B"}, cell{mark: "B"}, cell{mark: "B"}
 	} else {
-		rw.cells[layerSim] = simCell(r.exec(r.o.simTimeout, bin, "-seeds", strconv.Itoa(r.o.seeds)))
-		rw.cells[layerLin] = simCell(r.exec(r.o.simTimeout, bin, "-seeds", strconv.Itoa(r.o.linSeeds), "-lincheck"))
-		rw.cells[layerLive] = r.live(bin)
+		if !r.o.skip[layerSim] {
+			rw.cells[layerSim] = simCell(r.exec(r.o.simTimeout, bin, "-seeds", strconv.Itoa(r.o.seeds), "-lincheck=false"))
+		}
+		if !r.o.skip[layerLin] {
+			rw.cells[layerLin] = simCell(r.exec(r.o.simTimeout, bin, "-seeds", strconv.Itoa(r.o.linSeeds), "-lincheck"))
+		}
+		if !r.o.skip[layerLive] {
+			rw.cells[layerLive] = r.live(bin)
+		}
 		os.Remove(bin)
 	}
 	rw.took = time.Since(start)
@@ -528,7 +570,7 @@ func tail(b []byte, lines int) string {
 // totals counts the kills of each layer among the non-equivalent mutants.
 type totals struct {
 	real, equivalent, store  int
-	killed                   [layerCount]int
+	killed, ran              [layerCount]int // ran: the mutants a layer ran on (not left out by -layers)
 	simKilled, storeConfKill int
 	equivalentKilled         int
 	survivors                [layerCount][]string
@@ -548,11 +590,15 @@ func count(rows []*row) totals {
 		}
 		t.real++
 		for l, c := range rw.cells {
-			if c.killed() {
+			switch {
+			case c.mark == "-":
+				continue
+			case c.killed():
 				t.killed[l]++
-			} else {
+			default:
 				t.survivors[l] = append(t.survivors[l], rw.m.ID)
 			}
+			t.ran[l]++
 		}
 		if rw.killedBySim() {
 			t.simKilled++
@@ -594,7 +640,7 @@ func writeText(w io.Writer, rows []*row, o *options, elapsed time.Duration) {
 	t := count(rows)
 	fmt.Fprintf(w, "\ntotals over %d non-equivalent mutants (%d equivalent, %d of them killed):\n", t.real, t.equivalent, t.equivalentKilled)
 	for l := range layerCount {
-		fmt.Fprintf(w, "  %-12s %3d killed, %3d survived\n", layerNames[l], t.killed[l], t.real-t.killed[l])
+		fmt.Fprintf(w, "  %-12s %3d killed, %3d survived\n", layerNames[l], t.killed[l], t.ran[l]-t.killed[l])
 	}
 	fmt.Fprintf(w, "  %-12s %3d killed, %3d survived (sim, lincheck or live)\n", "simulator", t.simKilled, t.real-t.simKilled)
 	fmt.Fprintf(w, "\ntargets:\n")
@@ -629,7 +675,7 @@ func writeMarkdown(w io.Writer, rows []*row, o *options, elapsed time.Duration) 
 	t := count(rows)
 	fmt.Fprintf(w, "\n| layer | killed | survived |\n|---|---|---|\n")
 	for l := range layerCount {
-		fmt.Fprintf(w, "| %s | %d | %d |\n", layerNames[l], t.killed[l], t.real-t.killed[l])
+		fmt.Fprintf(w, "| %s | %d | %d |\n", layerNames[l], t.killed[l], t.ran[l]-t.killed[l])
 	}
 	fmt.Fprintf(w, "| simulator (sim, lincheck or live) | %d | %d |\n", t.simKilled, t.real-t.simKilled)
 	fmt.Fprintf(w, "\nTotals over the %d non-equivalent mutants; the %d equivalent ones (%d killed) count in none.\n", t.real, t.equivalent, t.equivalentKilled)
