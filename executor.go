@@ -211,9 +211,14 @@ var scratchPool = sync.Pool{New: func() any { return new(doScratch) }}
 // putScratch returns s to the pool holding nothing: a pooled record must not
 // keep a response alive.
 func putScratch(s *doScratch) {
-	s.applied = store.Applied{}
-	if s.held.Token != 0 { // only an execution holds a record: a replay has nothing more to clear
-		s.held = core.Record{}
+	if s.held.Token != 0 { // only an execution holds a record
+		s.applied, s.held = store.Applied{}, core.Record{}
+	} else {
+		// A replay, the hot path: every field of applied is written again by
+		// the next Apply, so only what could keep memory alive is cleared
+		// (the whole 400 bytes cost a tenth of a replay).
+		r := &s.applied.Record
+		r.Scope, r.Response, r.LastErrorCode = core.Scope{}, core.Response{}, ""
 	}
 	scratchPool.Put(s)
 }

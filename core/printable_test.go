@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -33,6 +34,30 @@ func TestPrintableIsTheByteLoop(t *testing.T) {
 		s := string(rapid.SliceOf(rapid.Byte()).Draw(t, "s"))
 		if printable(s) != naive(s) {
 			t.Fatalf("%q", s)
+		}
+	})
+}
+
+// TestScopeShortcutIsThePartChecks: Validate's one-test shortcut gives the
+// answer of the part-by-part checks on every scope, at every length limit
+// and with every kind of byte (space, control, DEL, non-ASCII, bad UTF-8).
+func TestScopeShortcutIsThePartChecks(t *testing.T) {
+	part := func(t *rapid.T, name string) string {
+		alphabet := []string{"a", "Z", "0", "-", " ", "\t", "\x7f", "\x00", "é", "\xff", "\u0085"}
+		n := rapid.SampledFrom([]int{0, 1, 15, 16, 17, 254, 255, 256}).Draw(t, name+" length")
+		b := []byte(strings.Repeat("k", n))
+		if n > 0 && rapid.Bool().Draw(t, name+" odd") { // one odd byte (or rune) at one place
+			at := rapid.IntRange(0, n-1).Draw(t, name+" at")
+			b = append(b[:at], append([]byte(rapid.SampledFrom(alphabet).Draw(t, name+" byte")), b[at+1:]...)...)
+		}
+		return string(b)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := Scope{Tenant: part(t, "tenant"), Principal: part(t, "principal"), UseCase: part(t, "use case"), Key: part(t, "key")}
+		max := rapid.SampledFrom([]int{KeyBytesMin, 64, KeyBytesLimit}).Draw(t, "key bytes max")
+		got, want := s.Validate(max), s.validateParts(max)
+		if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+			t.Fatalf("%q: Validate %v, part by part %v", s, got, want)
 		}
 	})
 }
