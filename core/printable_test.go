@@ -61,3 +61,25 @@ func TestScopeShortcutIsThePartChecks(t *testing.T) {
 		}
 	})
 }
+
+// TestFingerprintWordsAreTheArrays: IsZero and same, a word at a time, agree
+// with == on the arrays, for fingerprints that differ in one byte anywhere.
+func TestFingerprintWordsAreTheArrays(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var f Fingerprint
+		if rapid.Bool().Draw(t, "random") {
+			copy(f[:], rapid.SliceOfN(rapid.Byte(), FingerprintBytes, FingerprintBytes).Draw(t, "f"))
+		}
+		g := f
+		if rapid.Bool().Draw(t, "differ") {
+			i := rapid.IntRange(0, FingerprintBytes-1).Draw(t, "at")
+			g[i] ^= byte(rapid.IntRange(1, 255).Draw(t, "by"))
+		}
+		if f.same(&g) != (f == g) || g.same(&f) != (f == g) {
+			t.Fatalf("same(%x, %x) = %t", f, g, f.same(&g))
+		}
+		if f.IsZero() != (f == Fingerprint{}) || g.IsZero() != (g == Fingerprint{}) {
+			t.Fatalf("IsZero(%x) = %t, IsZero(%x) = %t", f, f.IsZero(), g, g.IsZero())
+		}
+	})
+}

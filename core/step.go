@@ -114,7 +114,7 @@ func reserve(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, erro
 		}
 		return updated(rec, version, token, d), nil
 	}
-	if ev.Fingerprint != rec.Fingerprint {
+	if !ev.Fingerprint.same(&rec.Fingerprint) {
 		return unchanged(Decision{Kind: DecisionMismatch}), nil
 	}
 	switch rec.Status {
