@@ -57,7 +57,10 @@
 //   - Flush (http.Flusher, http.ResponseController.Flush) does nothing while
 //     the response is held, and flushes once it goes through (over the
 //     limit). Streaming does not fit a replayable response; put streaming
-//     routes outside the middleware, where they work as usual.
+//     routes outside the middleware, where they work as usual. A request
+//     the middleware does not protect (a method it does not cover, no key
+//     on a route where the key is optional) gets the server's own writer:
+//     Flush, Hijack and the rest behave as without the middleware.
 //   - Hijack is not supported: the writer is not an http.Hijacker, and
 //     http.ResponseController.Hijack returns an error that matches
 //     http.ErrNotSupported. A hijacked connection leaves nothing to replay.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,7 @@ type world struct {
 	behave func(w http.ResponseWriter, r *http.Request, n int64)
 
 	mu       sync.Mutex
-	finished []int // the status each request was answered with, as it finished
+	finished []served // what each request was answered with, as it finished
 }
 
 type syncBuffer struct {
@@ -151,16 +152,24 @@ func newWorld(t *testing.T, b backend, o worldOptions) *world {
 	return w
 }
 
-// observe notes the status each request was answered with once the
-// server's handler returns, whether or not a client is still there to
-// read it. Its writer unwraps to the server's, so http.ResponseController
-// reaches the connection through it.
+// served is what the server answered one request, as the server wrote it:
+// the status, the Retry-After header and the first bytes of the body.
+type served struct {
+	status     int
+	retryAfter string
+	body       string
+}
+
+// observe notes what each request was answered with once the server's
+// handler returns, whether or not a client is still there to read it. Its
+// writer unwraps to the server's, so http.ResponseController reaches the
+// connection through it.
 func (w *world) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: rw}
 		defer func() {
 			w.mu.Lock()
-			w.finished = append(w.finished, sw.status)
+			w.finished = append(w.finished, served{sw.status, rw.Header().Get("Retry-After"), string(sw.head)})
 			w.mu.Unlock()
 		}()
 		next.ServeHTTP(sw, r)
@@ -170,6 +179,7 @@ func (w *world) observe(next http.Handler) http.Handler {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	head   []byte // the first bytes of the body
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -183,14 +193,15 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
+	s.head = append(s.head, p[:min(len(p), 1<<10-len(s.head))]...)
 	return s.ResponseWriter.Write(p)
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // waitFinished waits until n requests have finished on the server, and
-// returns their statuses.
-func (w *world) waitFinished(n int) []int {
+// returns what they were answered with.
+func (w *world) waitFinished(n int) []served {
 	w.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		w.mu.Lock()
@@ -281,10 +292,23 @@ func (a answer) problem(t *testing.T, status int, code idem.Code) idemhttp.Probl
 	return p
 }
 
+// retryAfter checks a problem's Retry-After: whole seconds (delay-seconds,
+// RFC 9110: digits only), at least 1, and the same number as the body's
+// retryAfterSeconds.
 func (a answer) retryAfter(t *testing.T) {
 	t.Helper()
-	if ra := a.header.Get("Retry-After"); ra == "" || ra == "0" || strings.ContainsAny(ra, ".-") {
-		t.Fatalf("Retry-After %q, want whole seconds, at least 1", ra)
+	checkRetryAfter(t, a.header.Get("Retry-After"), a.body)
+}
+
+func checkRetryAfter(t *testing.T, header string, body []byte) {
+	t.Helper()
+	n, err := strconv.ParseInt(header, 10, 64)
+	if err != nil || n < 1 || strings.TrimLeft(header, "0123456789") != "" {
+		t.Fatalf("Retry-After %q, want whole seconds, at least 1", header)
+	}
+	var p idemhttp.Problem
+	if err := json.Unmarshal(body, &p); err != nil || p.RetryAfterSeconds != n {
+		t.Fatalf("problem %s (%v): retryAfterSeconds %d, Retry-After %d", body, err, p.RetryAfterSeconds, n)
 	}
 }
 
@@ -371,8 +395,20 @@ func e2eAnotherPayloadIs422(t *testing.T, b backend) {
 	w.post(key1, "alice", "", "application/json", other).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
 	// The same bytes as another media type are another request.
 	w.post(key1, "alice", "", "text/plain", payment).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
-	if n := w.executions.Load(); n != 1 {
-		t.Fatalf("handler ran %d times, want 1", n)
+	// A body that is not JSON counts as its media type and its raw bytes:
+	// the media type in another spelling is the same request, another
+	// media type or another byte is not.
+	const key2, csv = "3c1bd1a4-6f0e-4b7e-9d55-1e0c2f9a7b11", "customer,amount\nc-1,1250\n"
+	if a := w.post(key2, "alice", "", "text/csv; charset=utf-8", csv); a.status != http.StatusCreated || a.header.Get(idemhttp.ReplayedHeader) != "" {
+		t.Fatalf("a CSV body: %d %s", a.status, a.body)
+	}
+	if a := w.post(key2, "alice", "", "Text/CSV;Charset=utf-8", csv); a.status != http.StatusCreated || a.header.Get(idemhttp.ReplayedHeader) != "true" {
+		t.Fatalf("the same CSV, its media type spelled otherwise: %d %s, want a replay", a.status, a.body)
+	}
+	w.post(key2, "alice", "", "application/octet-stream", csv).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	w.post(key2, "alice", "", "text/csv; charset=utf-8", csv+" ").problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	if n := w.executions.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2", n)
 	}
 }
 
@@ -469,9 +505,15 @@ func e2eClientGoneBeforeAnythingRan(t *testing.T, b backend) {
 	if a := <-gone; !errors.Is(a.err, context.Canceled) {
 		t.Fatalf("the client that hung up got %d %v", a.status, a.err)
 	}
-	if got := w.waitFinished(1); got[0] != http.StatusServiceUnavailable {
-		t.Fatalf("the server answered the gone client %d, want 503 request_cancelled", got[0])
+	// The server's answer, that the client no longer reads: not the
+	// store's failure (idempotency_store_unavailable) but request_cancelled.
+	got := w.waitFinished(1)[0]
+	var p idemhttp.Problem
+	if err := json.Unmarshal([]byte(got.body), &p); err != nil || got.status != http.StatusServiceUnavailable ||
+		p.Code != idemhttp.CodeRequestCancelled || p.Type != idemhttp.ProblemTypeBase+string(idemhttp.CodeRequestCancelled) {
+		t.Fatalf("the server answered the gone client %d %s (%v), want 503 request_cancelled", got.status, got.body, err)
 	}
+	checkRetryAfter(t, got.retryAfter, []byte(got.body))
 	for _, c := range idem.Counters() {
 		if n := w.metrics.Total(c); n != 0 {
 			t.Errorf("%s = %d, want nothing counted for a client gone before anything ran", c.Name(), n)
@@ -649,6 +691,80 @@ func e2eStreamingRouteWithoutMiddleware(t *testing.T, b backend) {
 	line := make([]byte, 6)
 	if _, err := io.ReadFull(resp.Body, line); err != nil || string(line) != "first\n" {
 		t.Fatalf("first chunk %q, %v: the handler is still running, so it was flushed", line, err)
+	}
+}
+
+// e2eUnprotectedRequestsKeepTheirWriter: a request the middleware does not
+// protect (a method it does not cover, no key on a route where the key is
+// optional) gets the server's own writer: Flush streams at once and Hijack
+// takes the connection, as without the middleware.
+func e2eUnprotectedRequestsKeepTheirWriter(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{route: func(rt *idemhttp.Route) { rt.KeyOptional = true }})
+	flushed := make(chan error, 1)
+	w.behave = func(rw http.ResponseWriter, r *http.Request, n int64) {
+		rc := http.NewResponseController(rw)
+		if r.Header.Get("X-Test-Hijack") != "" {
+			conn, buf, err := rc.Hijack()
+			if err != nil {
+				t.Errorf("%s %s: hijack: %v", r.Method, r.URL.Path, err)
+				return
+			}
+			defer conn.Close()
+			buf.WriteString("HTTP/1.1 299 Hijacked\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+			buf.Flush()
+			return
+		}
+		rw.Header().Set("Content-Type", "text/plain")
+		io.WriteString(rw, "first\n")
+		flushed <- rc.Flush()
+		select { // the client hangs up after the first chunk
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}
+	unprotected := []call{
+		{method: http.MethodGet, path: "/accounts/a", key: key1, principal: "alice"}, // GET is not protected
+		{method: http.MethodPost, path: "/payments", principal: "alice"},             // no key, optional
+	}
+	for _, c := range unprotected {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, c.method, w.url+c.path, nil)
+		req.Header.Set("X-Principal", c.principal)
+		if c.key != "" {
+			req.Header.Set(idemhttp.DefaultKeyHeader, c.key)
+		}
+		got := make(chan string, 1)
+		go func() {
+			resp, err := w.client.Do(req)
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			line := make([]byte, 6)
+			_, err = io.ReadFull(resp.Body, line)
+			got <- fmt.Sprintf("%d %q %v", resp.StatusCode, line, err)
+		}()
+		select {
+		case g := <-got:
+			if g != `200 "first\n" <nil>` {
+				t.Errorf("%s %s: %s, want the first chunk while the handler runs", c.method, c.path, g)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s %s: nothing reached the client while the handler runs: the flush was held", c.method, c.path)
+		}
+		if err := <-flushed; err != nil {
+			t.Errorf("%s %s: flush: %v", c.method, c.path, err)
+		}
+		cancel()
+
+		hj := w.send(call{method: c.method, path: c.path, key: c.key, principal: c.principal, header: http.Header{"X-Test-Hijack": {"1"}}})
+		if hj.err != nil || hj.status != 299 || string(hj.body) != "hijacked" {
+			t.Errorf("%s %s hijacked: %d %q %v, want the handler's own bytes on the connection", c.method, c.path, hj.status, hj.body, hj.err)
+		}
+	}
+	if n := w.executions.Load(); n != 4 {
+		t.Errorf("%d executions, want 4 (every request ran, unprotected)", n)
 	}
 }
 
@@ -848,6 +964,7 @@ var endToEnd = []struct {
 	{"PathPatternsAndMethods", e2ePathPatternsAndMethods},
 	{"BodyHandedUnchanged", e2eBodyHandedUnchanged},
 	{"ResponseController", e2eResponseController},
+	{"UnprotectedRequestsKeepTheirWriter", e2eUnprotectedRequestsKeepTheirWriter},
 }
 
 func TestEndToEnd(t *testing.T) {

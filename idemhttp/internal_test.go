@@ -1,15 +1,19 @@
 package idemhttp
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/fingerprint"
 )
 
 func TestKeyOf(t *testing.T) {
@@ -165,6 +169,149 @@ func TestRawFingerprint(t *testing.T) {
 	} {
 		if isJSON(ct) != want {
 			t.Errorf("isJSON(%q) = %v", ct, !want)
+		}
+	}
+}
+
+// TestReplayRefusesWhatHTTPCannotSend: a record whose status HTTP cannot
+// send as a final answer (one the core would refuse to store, from another
+// writer of the store) is answered 500 response_invalid, never passed to
+// WriteHeader (which panics on some and sends others as a 1xx hint before
+// an implicit 200).
+func TestReplayRefusesWhatHTTPCannotSend(t *testing.T) {
+	c := &config{replayed: []string{"Content-Type", "Location"}}
+	for _, resp := range []idem.Response{
+		{StatusCode: 0}, {StatusCode: 99, Body: []byte("x")}, {StatusCode: 103, Body: []byte("x")},
+		{StatusCode: 199}, {StatusCode: 600}, {StatusCode: 1000},
+		{StatusCode: 204, Body: []byte("x")}, {StatusCode: 304, Body: []byte("x")},
+	} {
+		rec := httptest.NewRecorder()
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Fatalf("status %d: replay panicked: %v", resp.StatusCode, v)
+				}
+			}()
+			writeReplay(rec, c, &resp)
+		}()
+		if rec.Code != http.StatusInternalServerError || rec.Header().Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(rec.Body.String(), `"code":"`+string(idem.CodeResponseInvalid)+`"`) || rec.Header().Get(ReplayedHeader) != "" {
+			t.Errorf("stored status %d, %d-byte body: replayed as %d %q %s", resp.StatusCode, len(resp.Body), rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	for _, s := range []int{200, 204, 304, 599} {
+		rec := httptest.NewRecorder()
+		writeReplay(rec, c, &idem.Response{StatusCode: s})
+		if rec.Code != s || rec.Header().Get(ReplayedHeader) != "true" {
+			t.Errorf("stored status %d: replayed as %d", s, rec.Code)
+		}
+	}
+}
+
+// TestProblemOfAnErrorWithoutStatus: an *idem.Error with no status (built
+// by hand, not one of the executor's) is answered 500, not a panic.
+func TestProblemOfAnErrorWithoutStatus(t *testing.T) {
+	for _, status := range []int{0, 99, 600} {
+		p := problemOf(&idem.Error{Code: idem.CodeStoreUnavailable, Status: status})
+		rec := httptest.NewRecorder()
+		writeProblem(rec, p)
+		if p.Status != http.StatusInternalServerError || rec.Code != http.StatusInternalServerError || p.Code != idem.CodeStoreUnavailable {
+			t.Errorf("status %d: problem %+v answered %d", status, p, rec.Code)
+		}
+	}
+	if p := problemOf(&idem.Error{Code: idem.CodeInProgress, Status: http.StatusAccepted}); p.Status != http.StatusAccepted {
+		t.Errorf("202 by policy became %d", p.Status)
+	}
+}
+
+// TestRawFingerprintPreImage: the fingerprint of a body that is not JSON is
+// the documented pre-image, computed here independently: it opens with
+// RawDomainTag (not fingerprint.DomainTag), and the media type is a field of
+// its own, so the same bytes as two media types are two requests.
+func TestRawFingerprintPreImage(t *testing.T) {
+	field := func(s string) []byte {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		return append(n[:], s...)
+	}
+	var pre []byte
+	for _, f := range []string{"idem/http/raw/v1", "orders.import", "text/csv", "a,b\n1,2\n"} {
+		pre = append(pre, field(f)...)
+	}
+	if got, want := rawFingerprint("orders.import", "text/csv", []byte("a,b\n1,2\n")), idem.Fingerprint(sha256.Sum256(pre)); got != want {
+		t.Fatalf("raw fingerprint %x, want the documented pre-image's %x", got, want)
+	}
+	if RawDomainTag == fingerprint.DomainTag {
+		t.Fatal("a raw body and a JSON body share the domain tag")
+	}
+	body := []byte(`{"a":1}`)
+	if rawFingerprint("u", "text/csv", body) == rawFingerprint("u", "application/octet-stream", body) {
+		t.Error("the media type does not count")
+	}
+	spec, err := fingerprint.NewSpec("u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asJSON, err := spec.Of(body); err != nil || asJSON == rawFingerprint("u", "application/json", body) {
+		t.Errorf("the same bytes as JSON and as raw: %v, same fingerprint", err)
+	}
+}
+
+// TestProblemTypeURIsAreStable pins every problem's type URI and code as a
+// client compares them: a renamed code or a moved page fails here.
+func TestProblemTypeURIsAreStable(t *testing.T) {
+	const page = "https://github.com/idemkit/idem/blob/main/idemhttp/problems.md#"
+	want := map[idem.Code]string{
+		idem.CodeInvalidKey:       page + "invalid_key",
+		idem.CodeInvalidRequest:   page + "invalid_request",
+		idem.CodeKeyMisuse:        page + "key_misuse",
+		idem.CodeInProgress:       page + "in_progress",
+		idem.CodeOutcomeUnknown:   page + "outcome_unknown",
+		idem.CodeNotExecuted:      page + "not_executed",
+		idem.CodeStoreUnavailable: page + "idempotency_store_unavailable",
+		idem.CodeResponseInvalid:  page + "response_invalid",
+		CodeRequestTooLarge:       page + "request_too_large",
+		CodeUnauthenticated:       page + "unauthenticated",
+		CodeRequestCancelled:      page + "request_cancelled",
+	}
+	codes := ProblemCodes()
+	if len(codes) != len(want) {
+		t.Fatalf("ProblemCodes() has %d codes, want %d", len(codes), len(want))
+	}
+	for _, c := range codes {
+		uri, ok := want[c]
+		if p := newProblem(c, http.StatusBadRequest, ""); !ok || p.Type != uri || p.Code != c {
+			t.Errorf("code %q: type %q, want %q", c, p.Type, uri)
+		}
+	}
+}
+
+// TestRetryAfterOnEveryComeBackProblem: each problem that tells the client
+// to come back (in_progress as 409 and as 202, outcome_unknown,
+// idempotency_store_unavailable) has Retry-After in whole seconds, rounded
+// up, at least 1, and the same number in the body; the others have none.
+func TestRetryAfterOnEveryComeBackProblem(t *testing.T) {
+	comeBack := []*idem.Error{
+		idem.ErrInProgress, {Code: idem.CodeInProgress, Status: http.StatusAccepted}, idem.ErrOutcomeUnknown, idem.ErrStoreUnavailable,
+	}
+	for _, sentinel := range comeBack {
+		for d, want := range map[time.Duration]string{0: "1", 300 * time.Millisecond: "1", 1500 * time.Millisecond: "2", 3 * time.Second: "3"} {
+			e := *sentinel
+			e.RetryAfter = d
+			rec := httptest.NewRecorder()
+			p := problemOf(&e)
+			writeProblem(rec, p)
+			if got := rec.Header().Get("Retry-After"); got != want || strconv.FormatInt(p.RetryAfterSeconds, 10) != want ||
+				!strings.Contains(rec.Body.String(), `"retryAfterSeconds":`+want) || rec.Code != sentinel.Status {
+				t.Errorf("%s %d after %v: Retry-After %q, body %s; want %s", e.Code, rec.Code, d, got, rec.Body, want)
+			}
+		}
+	}
+	for _, e := range []*idem.Error{idem.ErrInvalidKey, idem.ErrInvalidRequest, idem.ErrKeyMisuse, idem.ErrNotExecuted, idem.ErrResponseInvalid} {
+		rec := httptest.NewRecorder()
+		writeProblem(rec, problemOf(e))
+		if got := rec.Header().Get("Retry-After"); got != "" || rec.Code != e.Status {
+			t.Errorf("%s: %d with Retry-After %q, want %d and none", e.Code, rec.Code, got, e.Status)
 		}
 	}
 }

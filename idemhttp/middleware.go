@@ -275,7 +275,16 @@ func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64, buf []byte)
 // header is checked again here, whatever wrote the record (another version,
 // another route's config): only the route's names are sent, and a value
 // with a control byte is dropped, so a record can never inject a header.
+// The status is checked too: one HTTP cannot send as a final answer
+// (outside 200..599: net/http panics on some, sends a 1xx as a hint then a
+// 200 for others), or a body with 204 or 304, is answered 500
+// response_invalid rather than replayed as something else.
 func writeReplay(w http.ResponseWriter, c *config, resp *idem.Response) {
+	if s := resp.StatusCode; s < 200 || s > 599 || (!bodyAllowed(s) && len(resp.Body) > 0) {
+		writeProblem(w, newProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
+			"the stored response cannot be replayed over HTTP"))
+		return
+	}
 	h := w.Header()
 	for _, name := range c.replayed {
 		delete(h, name) // an outer middleware's value must not mix with the stored one

@@ -95,9 +95,15 @@ func newProblem(code idem.Code, status int, detail string) Problem {
 
 // problemOf maps an executor error to its problem. The status is the one
 // the executor chose (409, or 202 by policy, for in_progress); Retry-After is
-// set whenever the client is told to come back.
+// set whenever the client is told to come back. An error without a status
+// HTTP can send as a final answer (an *idem.Error built by hand, with none)
+// is answered 500, never passed to WriteHeader, which would panic.
 func problemOf(e *idem.Error) Problem {
-	p := newProblem(e.Code, e.Status, detailOf(e))
+	status := e.Status
+	if status < 200 || status > 599 {
+		status = http.StatusInternalServerError
+	}
+	p := newProblem(e.Code, status, detailOf(e))
 	switch e.Code {
 	case idem.CodeInProgress, idem.CodeOutcomeUnknown, idem.CodeStoreUnavailable:
 		p.RetryAfterSeconds = RetryAfterSeconds(e.RetryAfter)

@@ -151,3 +151,26 @@ func TestDefaultBodyLimit(t *testing.T) {
 		t.Fatalf("under it: %d", rec.Code)
 	}
 }
+
+// TestPrincipalNamesNobodyIs401: an extractor that names nobody (an empty
+// name without an error, or an error) is answered 401 unauthenticated, and
+// the handler does not run: an empty principal must not become one key
+// space shared by every unauthenticated caller.
+func TestPrincipalNamesNobodyIs401(t *testing.T) {
+	rw, ex := newRouteWorld(t)
+	rw.handle("POST /empty", ex, idemhttp.Route{UseCase: "empty", Principal: func(*http.Request) (string, error) { return "", nil }})
+	rw.handle("POST /failing", ex, idemhttp.Route{UseCase: "failing", Principal: func(*http.Request) (string, error) {
+		return "alice", errors.New("token expired")
+	}})
+	for _, path := range []string{"/empty", "/failing"} {
+		for range 2 {
+			rec := rw.do("POST", path, `{}`, idemhttp.DefaultKeyHeader, key1)
+			if rec.Code != http.StatusUnauthorized || codeOf(rec) != string(idemhttp.CodeUnauthenticated) {
+				t.Errorf("%s: %d %s, want 401 unauthenticated", path, rec.Code, rec.Body)
+			}
+		}
+	}
+	if rw.runs["POST /empty"] != 0 || rw.runs["POST /failing"] != 0 {
+		t.Errorf("the handler ran without a caller: %v", rw.runs)
+	}
+}

@@ -46,7 +46,14 @@ func startService(t *testing.T, o options) *service {
 	case err := <-done:
 		t.Fatalf("run: %v", err)
 	}
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		select { // a run that never returns fails the test, not the whole binary at its timeout
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("run did not return 15 s after its context ended: the server or a worker did not stop")
+		}
+	})
 	return s
 }
 
