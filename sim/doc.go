@@ -31,7 +31,9 @@
 //     only some time after its lease end (records stay unknown past their
 //     TTL while clients retry).
 //   - The store is the real memstore behind faultyStore, which makes calls
-//     fail before they apply or after a write applied (an ambiguous commit).
+//     fail before they apply or after a write applied (an ambiguous commit),
+//     and on FaultStoreTokenStale has a Load hand out the record's own token
+//     as fresh, a driver bug the core must refuse (ErrTokenNotFresh).
 //   - Payloads are JSON documents that clients write out anew for every
 //     send (members shuffled, white space, escapes, a client timestamp the
 //     fingerprint excludes), under two use cases and schema versions; the

@@ -96,6 +96,14 @@ func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot
 		c.meta.now = snap.Now
 		c.meta.heard(&snap.Record, nil)
 		w.check.life.loaded("Load", &snap.Record)
+		if snap.Record.Exists() && w.fault(FaultStoreTokenStale, w.rng.store) {
+			// A driver bug the core must stop: a "fresh" token that is the
+			// record's own. A reserve that would create an attempt with it is
+			// refused (ErrTokenNotFresh), so two attempts never share a
+			// token; the lifecycle checker holds every new attempt's token
+			// above its record's.
+			snap.FreshToken = snap.Record.Token
+		}
 	}
 	return snap, err
 }
