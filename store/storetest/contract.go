@@ -34,6 +34,7 @@ func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *confi
 	t.Run("reinsert-after-delete", c.reinsertAfterDelete)
 	t.Run("scopes-sharing-a-key", c.scopesSharingAKey)
 	t.Run("tokens-across-scopes", c.tokensAcrossScopes)
+	t.Run("deletes-keep-the-others", c.deletesKeepTheOthers)
 	t.Run("records-are-copies", c.recordsAreCopies)
 	t.Run("applied-responses-are-copies", c.appliedResponsesAreCopies)
 	t.Run("due", c.due)
@@ -288,6 +289,44 @@ func (c *contract) tokensAcrossScopes(t *testing.T) {
 			if i%8 == 0 && !snap.Record.Exists() { // some scopes hold a record, read again below
 				rec := sample(sc, snap.Now, snap.FreshToken, 1)
 				wantOK(t, "insert", s.Insert(ctx, &rec))
+			}
+		}
+	}
+}
+
+// deletesKeepTheOthers: deleting records, in waves and in a scattered
+// order, loses no other record. Enough records that a store indexing them
+// by hash has collisions everywhere, the case where a delete that mends
+// its index (backward shift, tombstones, bucket splits) can lose a
+// neighbour.
+func (c *contract) deletesKeepTheOthers(t *testing.T) {
+	s := c.newStore(t)
+	ctx := context.Background()
+	const n = 1024
+	recs := make([]core.Record, n)
+	for i := range recs {
+		sc := c.scope(t, i)
+		snap := load(t, s, sc)
+		recs[i] = sample(sc, snap.Now, snap.FreshToken, 1)
+		wantOK(t, "insert", s.Insert(ctx, &recs[i]))
+	}
+	deleted := make([]bool, n)
+	for wave, stride := range []int{7, 3, 2} { // 613 is prime to n: i*613 mod n visits every record once
+		for j := range n {
+			i := j * 613 % n
+			if deleted[i] || i%stride != wave%stride {
+				continue
+			}
+			wantOK(t, "delete", s.Delete(ctx, recs[i].Scope, recs[i].Version, recs[i].Token))
+			deleted[i] = true
+		}
+		for i := range recs {
+			got := load(t, s, recs[i].Scope).Record
+			switch {
+			case deleted[i] && got.Exists():
+				t.Fatalf("wave %d: record %d was deleted but loads %s", wave, i, got.Describe())
+			case !deleted[i] && !c.d.SameRecord(&got, &recs[i]):
+				t.Fatalf("wave %d: record %d, never deleted, loads %s", wave, i, got.Describe())
 			}
 		}
 	}
