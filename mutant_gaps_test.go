@@ -2,7 +2,9 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -38,5 +40,40 @@ func TestRecordedFalseWhenCompleteFindsAConflict(t *testing.T) {
 	}
 	if r.Recorded {
 		t.Fatalf("Recorded is true, but the key is %v: the completion was not stored", f.status(t, req))
+	}
+}
+
+// failAfterWait is a store whose loads fail once an in-flight wait ended:
+// the reserve after the wait meets a store that went down meanwhile.
+type failAfterWait struct{ *flakyStore }
+
+func (s failAfterWait) Wait(ctx context.Context, scope idem.Scope, v uint64, tok core.Token) error {
+	err := s.flakyStore.Wait(ctx, scope, v, tok)
+	s.fail("load")
+	return err
+}
+
+// TestStoreDownAfterInFlightWaitIsStoreUnavailable: a request that waited
+// for an attempt in flight elsewhere and then cannot reserve again is told
+// the store is unavailable, and its action does not run; it is not an empty
+// success (mutant exec-do-reserve-error-succeeds).
+func TestStoreDownAfterInFlightWaitIsStoreUnavailable(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	req := request(key1, payload)
+	pol := f.ex.Policy()
+	pol.InFlightWait = 20 * time.Millisecond
+	var a store.Applied
+	if err := store.Apply(ctx, f.mem, req.Scope, core.Event{Kind: core.EventReserve, Fingerprint: payload}, &pol, &a); err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
+		t.Fatalf("the other attempt's reserve: %v %v", a.Transition.Decision.Kind, err)
+	}
+	ex, err := idem.New(failAfterWait{f.store}, idem.WithPolicy(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	r, err := ex.Do(ctx, req, func(context.Context, idem.Attempt) (idem.Response, error) { ran = true; return created, nil })
+	if !errors.Is(err, idem.ErrStoreUnavailable) || ran {
+		t.Fatalf("Do = %+v, %v (action ran: %t), want ErrStoreUnavailable and no run", r, err, ran)
 	}
 }
