@@ -231,6 +231,13 @@ func (c *checker) answer(req *request, a *answer) {
 		c.fail(3, req.scope, "the client of payload %d received the outcome of payload %d", req.payload, p)
 		return
 	}
+	if a.diverged {
+		// The action's own answer, which its handler changed after it
+		// stored its completion (FaultCompleteInDiffers): the one answer
+		// that may differ from the stored outcome, and is told so
+		// (Recorded false, held by the lifecycle checker's recorded).
+		return
+	}
 	inc := incarnation{req.scope, c.granted[attemptID{req.scope, a.token}]}
 	if first, ok := c.seen[inc]; !ok {
 		c.seen[inc] = seenAnswer{a.response, true}

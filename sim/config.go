@@ -36,6 +36,7 @@ const (
 	FaultStoreClockBack                    // the store's clock steps back by up to 100 ms, 250 ms in all (a database clock corrected)
 	FaultBadInput                          // a key with a space at an end, or a server (re)started with a policy out of range
 	FaultStoreTokenStale                   // a Load hands out the record's own token as fresh (a driver whose token sequence lags: restored, or not persisted)
+	FaultCompleteInDiffers                 // an action completes in its own transaction (Attempt.CompleteIn), then returns that response with a header value changed
 	faultCount
 )
 
@@ -44,7 +45,7 @@ var faultNames = [faultCount]string{
 	"gateway_reject", "gateway_refuse", "gateway_slow", "store_error_before", "store_error_after",
 	"store_latency", "pause", "disconnect", "duplicate", "key_misuse", "gateway_odd_answer",
 	"gateway_stall", "heartbeat_stall", "check_bad", "store_clock_back", "bad_input",
-	"store_token_stale",
+	"store_token_stale", "complete_in_differs",
 }
 
 func (f Fault) String() string {

@@ -47,6 +47,12 @@
 //     (wait.go); a server may freeze between an owner's load and its write,
 //     past its record's whole life; FaultBadInput sends keys with a space at
 //     an end and starts servers with a policy out of range.
+//   - On FaultCompleteInDiffers an action completes in its own transaction
+//     (as Attempt.CompleteIn) and then returns that response, on half the
+//     draws with a header value its handler changed after the commit: the
+//     executor's Complete must be refused (Conflict), Result.Recorded be
+//     false, and replays give the stored response; that one answer is the
+//     only one the replay-fidelity check does not compare.
 //
 // A run has a fault phase (Config.Arrival, while requests arrive) and then
 // heals: no fault fires any more, and everything must converge.

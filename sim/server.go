@@ -14,6 +14,7 @@ import (
 var (
 	errGatewayTimeout = errors.New("sim: gateway call timed out")
 	errGatewayRefused = errors.New("sim: gateway refused the connection")
+	errTxFailed       = errors.New("sim: the action's transaction (its completion) failed")
 	errDeadlinePassed = errors.New("sim: gateway refused: deadline passed")
 )
 
@@ -157,6 +158,12 @@ type serverCall struct {
 	hbStop bool
 	main   opRun  // every apply of the call, one at a time
 	hb     *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
+	tx     *opRun // the action's own completion in its transaction (FaultCompleteInDiffers)
+	// diverged: the action returned another response than the completion
+	// it wrote in its own transaction (a caller that breaks CompleteIn's
+	// contract): its Complete must be refused and Recorded false, and its
+	// client's answer is the action's, not the stored one.
+	diverged bool
 
 	// The action's state.
 	attempt    idem.Attempt
@@ -228,6 +235,7 @@ const (
 	evActionBack                   // the answer reaches the server
 	evActionDone                   // the server goes on with it
 	evOpResume                     // the call's next store call, after a pause between two
+	evTxStep                       // the store's answer to the action's own completion (FaultCompleteInDiffers)
 )
 
 func (c *serverCall) handle(kind uint8) {
@@ -240,6 +248,8 @@ func (c *serverCall) handle(kind uint8) {
 		c.beat()
 	case evOpResume:
 		c.s.w.opCall(c, &c.main, evOpStep)
+	case evTxStep:
+		c.s.w.opAnswer(c, c.tx, evTxStep)
 	default:
 		c.actionStep(kind)
 	}
@@ -299,6 +309,10 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 		return
 	}
 	m := &r.meta
+	if kind == evTxStep {
+		c.txDone(a, err) // not the Flow's: nothing for it to hear, count or recount
+		return
+	}
 	w.heard(m, a, err) // check_live.go: what the Flow is told, checked and recounted
 	if err != nil {
 		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
@@ -397,8 +411,40 @@ func (c *serverCall) actionStep(kind uint8) {
 			return
 		}
 		c.buf = copyResponse(c.gwResult.charge.response())
+		if len(c.buf.Headers) > 0 && w.fault(FaultCompleteInDiffers, w.rng.servers) {
+			// The handler writes its business row and the completion in one
+			// transaction (Attempt.CompleteIn), then returns the response.
+			if c.tx == nil {
+				c.tx = new(opRun)
+			}
+			c.run(c.tx, evTxStep, core.Event{Kind: core.EventComplete, Token: c.attempt.Token, Response: copyResponse(c.buf)})
+			return
+		}
 		c.finishAction(c.buf, nil, actionCompleted)
 	}
+}
+
+// txDone hears the store answer the action's own completion: written, the
+// action returns the response with one header value changed on half the
+// draws (a handler that sets a header after its transaction committed), the
+// same response on the others; not written, the transaction failed and the
+// action reports an error, as such a handler would.
+func (c *serverCall) txDone(a *store.Applied, err error) {
+	w := c.s.w
+	if err != nil || a.Transition.Decision.Kind != core.DecisionCompleted {
+		c.finishAction(core.Response{}, errTxFailed, actionUnknown)
+		return
+	}
+	if w.rng.servers.IntN(2) == 0 {
+		for i := range c.buf.Headers {
+			if h := &c.buf.Headers[i]; h.Name != "X-Payload" { // the checkers read which payload an answer is for there
+				h.Value += "; handler"
+				c.diverged = true
+				break
+			}
+		}
+	}
+	c.finishAction(c.buf, nil, actionCompleted)
 }
 
 // finishAction ends the action with its first outcome; later ones (a
@@ -475,6 +521,7 @@ type answer struct {
 	kind       idem.ResultKind
 	token      core.Token // the attempt whose outcome this is (its incarnation's, to the checkers)
 	refused    bool       // bad input (FaultBadInput), refused before anything was stored
+	diverged   bool       // the action's own answer, not the completion it stored (FaultCompleteInDiffers)
 }
 
 func toAnswer(r idem.Result, err error) answer {
@@ -493,6 +540,7 @@ func (c *serverCall) reply() {
 	res, err := c.call.Result()
 	c.s.w.check.inFlightAnswer(c.scope, err) // check_live.go
 	a := toAnswer(res, err)
+	a.diverged = c.diverged && err == nil && res.Kind == idem.ResultExecuted
 	c.s.w.sendAnswer(c.s, c.att, a)
 	reuseBuffer(&c.buf)
 }
