@@ -29,6 +29,20 @@
 //     the *Error: its Code is stable, its Status is the HTTP status, and
 //     RetryAfter says when a client should come back.
 //
+// # A key past its TTL
+//
+// A completed (or failed_retryable) record binds its key for the policy's
+// TTL after its outcome, at most 72 h. After that the key starts a new
+// life: a retry, even with the same payload, executes again, and one with
+// another payload is no longer ErrKeyMisuse. With soft expiry (the
+// default) the sweeper keeps a tombstone (scope, fingerprint, token and
+// times; the response is dropped at expiry, so an expired key's outcome
+// can no longer be replayed) until the policy's TombstoneRetention, then
+// prunes it; with hard expiry the record is deleted at once. Either way the
+// new life gets a fencing token never used before for that scope, so no
+// owner of the old life can write over it. Keys in progress or unknown
+// never expire. Pick a TTL longer than any client retries.
+//
 // # Errors
 //
 // Every error Do returns is an *Error; match it with errors.Is against the
