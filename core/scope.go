@@ -53,7 +53,7 @@ func ValidateKey(key string, keyBytesMax int) error {
 }
 
 // Validate checks every part of the scope; keyBytesMax is the policy's limit.
-func (s *Scope) Validate(keyBytesMax int) error {
+func (s Scope) Validate(keyBytesMax int) error {
 	// Every request's scope comes through here, and almost every scope is
 	// printable ASCII within its limits: one test of the three parts first,
 	// the part-by-part checks (which name what is wrong) only when it fails.
@@ -69,7 +69,7 @@ func (s *Scope) Validate(keyBytesMax int) error {
 // validateParts is Validate part by part, naming the first part at fault.
 // Validate's shortcut must accept nothing that this refuses (a property
 // test holds them to the same answers).
-func (s *Scope) validateParts(keyBytesMax int) error {
+func (s Scope) validateParts(keyBytesMax int) error {
 	if err := validatePart("tenant", s.Tenant, true); err != nil {
 		return err
 	}
