@@ -71,8 +71,10 @@ type liveCall struct {
 	// lease end until shortly before the lease end the attempt last heard,
 	// a stretch the extended lease covers.
 	beatOutage bool
-	// reserveDown: the store fails the reserve, while the caller is there.
-	reserveDown bool
+	// reserveDownAt: the store fails this call's reserve number n (1: the
+	// first; 2: the one after an in-flight wait, when there is one), while
+	// the caller is there; 0: none. reserves counts them.
+	reserveDownAt, reserves int
 
 	// What the attempt heard, under l.mu; the injectors and the checkers
 	// read it.
@@ -103,7 +105,9 @@ func (l *live) newCall(req *request) *liveCall {
 		c.beatEvery = within(w.rng.servers, lease+lease/2, 2*lease+lease/2)
 		c.work = max(c.work, c.beatEvery+within(w.rng.servers, lease, 2*lease))
 	}
-	c.reserveDown = l.schedule(FaultStoreErrorBefore, w.rng.store)
+	if l.schedule(FaultStoreErrorBefore, w.rng.store) {
+		c.reserveDownAt = 1 + w.rng.store.IntN(2)
+	}
 	if c.work > 0 {
 		c.timeout = max(c.timeout, c.work+2*lease+w.cfg.GatewayTimeout) // a client patient enough for a long action
 	}
@@ -125,8 +129,7 @@ func (c *liveCall) injectDo(ev core.Event) bool {
 	c.meta.event, c.meta.attempt = ev.Kind, c.token
 	switch ev.Kind {
 	case core.EventReserve:
-		if c.reserveDown {
-			c.reserveDown = false
+		if c.reserves++; c.reserves == c.reserveDownAt {
 			if c.ctx.Err() == nil {
 				l.played.reserveFailed++
 			}
