@@ -48,3 +48,14 @@ func BenchmarkStepComplete(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScopeValidate is the SPEC §3 check every request's scope goes
+// through (BENCHMARKS.md, the replay's floor).
+func BenchmarkScopeValidate(b *testing.B) {
+	s := Scope{Tenant: "acme", Principal: "user-42", UseCase: "payments.create", Key: "550e8400-e29b-41d4-a716-446655440000"}
+	for b.Loop() {
+		if err := s.Validate(KeyBytesLimit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -46,20 +46,13 @@ func ParseFingerprint(s string) (Fingerprint, error) {
 func (f Fingerprint) IsZero() bool {
 	// Four words or'ed, not f == Fingerprint{}: that is a call to memequal,
 	// and every reserve asks this three times.
-	return word(f[0:])|word(f[8:])|word(f[16:])|word(f[24:]) == 0
+	return load8(f[0:])|load8(f[8:])|load8(f[16:])|load8(f[24:]) == 0
 }
 
 // same reports whether f and g are equal, four words at a time: the
 // reserve of every request compares them, and == on the arrays is a call.
 func (f *Fingerprint) same(g *Fingerprint) bool {
-	return (word(f[0:])^word(g[0:]))|(word(f[8:])^word(g[8:]))|(word(f[16:])^word(g[16:]))|(word(f[24:])^word(g[24:])) == 0
-}
-
-// word is b's first 8 bytes little-endian: one load once compiled.
-func word(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	return (load8(f[0:])^load8(g[0:]))|(load8(f[8:])^load8(g[8:]))|(load8(f[16:])^load8(g[16:]))|(load8(f[24:])^load8(g[24:])) == 0
 }
 
 // String is the full lowercase hexadecimal digest.

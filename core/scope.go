@@ -155,8 +155,8 @@ func printableWord(x uint64) bool {
 }
 
 // load8 and load4 read s's first 8 and 4 bytes little-endian (one load each
-// once compiled).
-func load8(s string) uint64 {
+// once compiled): of a scope's strings, and of a fingerprint's bytes.
+func load8[T string | []byte](s T) uint64 {
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
