@@ -98,11 +98,8 @@ func (r Response) Clone() Response {
 // bytes (a replay must never split a response or inject a header), and the
 // size limit.
 func (r *Response) validate(bytesMax int) error {
-	if r.StatusCode < 200 || r.StatusCode > 599 {
-		return refuse(ErrResponseInvalid, "status code %d, want 200..599", r.StatusCode)
-	}
-	if (r.StatusCode == 204 || r.StatusCode == 304) && len(r.Body) > 0 {
-		return refuse(ErrResponseInvalid, "status %d with a %d-byte body", r.StatusCode, len(r.Body))
+	if err := CheckStatus(r.StatusCode, len(r.Body)); err != nil {
+		return err
 	}
 	for i := range r.Headers {
 		if err := validateHeader(i, &r.Headers[i]); err != nil {
@@ -111,6 +108,21 @@ func (r *Response) validate(bytesMax int) error {
 	}
 	if n := r.Bytes(); n > bytesMax {
 		return refuse(ErrResponseTooLarge, "%d bytes, limit %d", n, bytesMax)
+	}
+	return nil
+}
+
+// CheckStatus is the rule for the status of a response that can be stored
+// and replayed over HTTP: 200..599 (a 1xx is not a final answer), and no
+// body with 204 or 304. Every path that stores a response applies it (with
+// the rest of the response rules); an edge that replays a record it did not
+// write may check it again before sending.
+func CheckStatus(statusCode, bodyBytes int) error {
+	if statusCode < 200 || statusCode > 599 {
+		return refuse(ErrResponseInvalid, "status code %d, want 200..599", statusCode)
+	}
+	if (statusCode == 204 || statusCode == 304) && bodyBytes > 0 {
+		return refuse(ErrResponseInvalid, "status %d with a %d-byte body", statusCode, bodyBytes)
 	}
 	return nil
 }

@@ -280,7 +280,7 @@ func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64, buf []byte)
 // 200 for others), or a body with 204 or 304, is answered 500
 // response_invalid rather than replayed as something else.
 func writeReplay(w http.ResponseWriter, c *config, resp *idem.Response) {
-	if s := resp.StatusCode; s < 200 || s > 599 || (!bodyAllowed(s) && len(resp.Body) > 0) {
+	if core.CheckStatus(resp.StatusCode, len(resp.Body)) != nil {
 		writeProblem(w, newProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
 			"the stored response cannot be replayed over HTTP"))
 		return

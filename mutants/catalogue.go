@@ -325,8 +325,8 @@ var Catalogue = []Mutant{
 	},
 	{
 		ID: "core-response-1xx-accepted", File: "core/record.go",
-		Old:    "\tif r.StatusCode < 200 || r.StatusCode > 599 {",
-		New:    "\tif r.StatusCode < 100 || r.StatusCode > 599 {",
+		Old:    "\tif statusCode < 200 || statusCode > 599 {",
+		New:    "\tif statusCode < 100 || statusCode > 599 {",
 		Desc:   "a 1xx response is stored for replay",
 		Breaks: "§5 rule \"a status HTTP can replay (200-599, no 1xx)\"",
 	},
