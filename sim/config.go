@@ -232,6 +232,10 @@ func (c *Config) fastPath(r *rand.Rand) bool {
 // DefaultFaultRate is each fault's probability per chance to fire, when not in swarm mode.
 const DefaultFaultRate = 0.02
 
+// defaultRequests is the requests a seed sends by default (make sim); the
+// convergence bound grows with the requests above it.
+const defaultRequests = 200
+
 // DefaultConfig returns the defaults of simrun.
 func DefaultConfig() Config {
 	p := core.DefaultPolicy()
@@ -243,7 +247,7 @@ func DefaultConfig() Config {
 	p.ReconcileAttemptsMax = 1000
 	c := Config{
 		Seed:              1,
-		Requests:          200,
+		Requests:          defaultRequests,
 		Clients:           20,
 		Servers:           3,
 		Baseline:          BaselineCorrect,

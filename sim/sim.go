@@ -191,7 +191,7 @@ func (w *world) start() {
 // within twice that; BENCHMARKS.md, sim-long).
 func (w *world) convergeBound() int64 {
 	p := &w.policy
-	load := time.Duration(max(0, w.cfg.Requests-DefaultConfig().Requests)) * 50 * time.Millisecond
+	load := time.Duration(max(0, w.cfg.Requests-defaultRequests)) * 50 * time.Millisecond
 	return int64(3*p.LeaseDuration + 10*p.ReconcileBackoffCap + 10*w.cfg.ClientBackoffCap + 4*w.cfg.ClientTimeout + 20*w.cfg.ReconcileEvery + load)
 }
 
