@@ -38,6 +38,10 @@
 //   - tombstone: a soft-expired record: scope, fingerprint, token and times,
 //     its response dropped; pruned by a sweep after the policy's
 //     TombstoneRetention.
+//   - error code: why a record is failed_retryable or unknown
+//     (Record.LastErrorCode), carried by Fail, MarkUnknown and a still-unknown
+//     Resolve: up to ErrorCodeBytesMax bytes of RFC 9110 token characters
+//     (ValidateErrorCode), so that every store keeps it byte for byte.
 //   - policy: the lifecycle's tunables (Policy), and nothing else.
 //   - decision: what Step tells its caller to do (Decision).
 //   - transition: what one Step returns: its decision and the write that
@@ -103,7 +107,11 @@
 //  2. Build the event with Now set to that time; for Reserve, Token set to
 //     the fresh token; for owner events, the owner's token.
 //  3. Call Step with the record, the event and a policy that passes Validate.
-//     On an error nothing changed: report it, never write.
+//     On an error nothing changed: report it, never write. Step refuses a
+//     scope that is not one (Scope.Validate; a reserve under the policy's
+//     KeyBytesMax, other events under KeyBytesLimit) and an error code that
+//     is not one, so a host needs no validation of its own; one that does
+//     I/O still validates a request before sending it anywhere.
 //  4. Perform Transition.Write atomically: insert only if the scope has no
 //     record; update or delete only if the stored record still has
 //     Write.ExpectVersion and Write.ExpectToken. Store the record as Step left it.

@@ -43,6 +43,12 @@ var (
 	ErrInvalidRecord = errors.New("idem/core: invalid record")
 	// ErrInvalidPolicy: a policy value is out of range.
 	ErrInvalidPolicy = errors.New("idem/core: invalid policy")
+	// ErrInvalidErrorCode: an event's ErrorCode (Fail, MarkUnknown, Resolve
+	// still unknown) is longer than ErrorCodeBytesMax or holds a byte that
+	// is not an RFC 9110 token character. Every driver stores a code the
+	// core accepts, byte for byte; a code of any bytes would not survive
+	// some (PostgreSQL text refuses NUL and invalid UTF-8).
+	ErrInvalidErrorCode = errors.New("idem/core: invalid error code")
 )
 
 // refusals are every error above: the list Refused reads, kept beside the
@@ -50,7 +56,7 @@ var (
 var refusals = []error{
 	ErrInvalidScope, ErrInvalidKey, ErrFingerprintLength, ErrFingerprintMissing, ErrTimeMissing,
 	ErrTokenMissing, ErrTokenNotFresh, ErrResponseInvalid, ErrResponseTooLarge, ErrUnknownEvent,
-	ErrUnknownVerdict, ErrInvalidRecord, ErrInvalidPolicy,
+	ErrUnknownVerdict, ErrInvalidRecord, ErrInvalidPolicy, ErrInvalidErrorCode,
 }
 
 // Refused reports whether err is (or wraps) one of the core's errors: Step

@@ -70,6 +70,39 @@ type Event struct {
 	Verdict     Verdict
 }
 
+// carriesErrorCode reports whether ev's ErrorCode counts for its kind (it
+// goes into the record): the others ignore it, and so does its check.
+func (ev *Event) carriesErrorCode() bool {
+	switch ev.Kind {
+	case EventFail, EventMarkUnknown:
+		return true
+	case EventResolve:
+		return ev.Verdict == VerdictStillUnknown
+	}
+	return false
+}
+
+// ErrorCodeBytesMax bounds an event's ErrorCode (ValidateErrorCode).
+const ErrorCodeBytesMax = 64
+
+// ValidateErrorCode checks an error code an event carries into
+// Record.LastErrorCode: empty (the core's default for the event), or 1 to
+// ErrorCodeBytesMax bytes of RFC 9110 token characters (letters, digits and
+// !#$%&'*+-.^_`|~), the alphabet of the core's own codes. A code is a
+// machine-readable reason, not a message: the narrow alphabet is what every
+// store can keep byte for byte and every log can print as it is.
+func ValidateErrorCode(code string) error {
+	if len(code) > ErrorCodeBytesMax {
+		return refuse(ErrInvalidErrorCode, "%d bytes, want at most %d", len(code), ErrorCodeBytesMax)
+	}
+	for i := 0; i < len(code); i++ {
+		if !isTokenByte(code[i]) {
+			return refuse(ErrInvalidErrorCode, "byte 0x%02x at %d is not a token character", code[i], i)
+		}
+	}
+	return nil
+}
+
 // Error codes the core writes into Record.LastErrorCode.
 const (
 	CodeLeaseExpired = "lease_expired" // the owner's lease ran out before it reported an outcome

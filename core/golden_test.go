@@ -24,9 +24,9 @@ var updateGolden = flag.Bool("update", false, "rewrite the expected output of co
 // named, fp=A meaning SHA-256("A")):
 //
 //	policy   lease= ttl= retention= expiry=soft|hard fail=keep|evict backoff_base= backoff_cap= attempts_max=
-//	reserve  at= fp= token=
+//	reserve  at= fp= token= [key="a Go string"] (the key of another scope, which has no record)
 //	complete at= token= status= body=
-//	fail     at= token= [code=]
+//	fail     at= token= [code=] (code= may be a quoted Go string)
 //	mark_unknown at= token= [code=]
 //	heartbeat    at= token=
 //	resolve  at= token= verdict=executed|not_executed|still_unknown [status= body=]
@@ -118,7 +118,14 @@ func (s *scenario) run(t *testing.T, line string) string {
 		}
 		return n
 	}
-	ev := Event{Token: Token(num("token")), ErrorCode: args["code"]}
+	code := args["code"]
+	if strings.HasPrefix(code, `"`) {
+		var err error
+		if code, err = strconv.Unquote(code); err != nil {
+			t.Fatalf("%q: code: %v", line, err)
+		}
+	}
+	ev := Event{Token: Token(num("token")), ErrorCode: code}
 	if args["at"] != "" {
 		ev.Now = t0.Add(dur("at"))
 	}
@@ -172,6 +179,22 @@ func (s *scenario) run(t *testing.T, line string) string {
 		ev.Kind = EventSweep
 	default:
 		t.Fatalf("unknown command %q", fields[0])
+	}
+	if key, ok := args["key"]; ok {
+		// Another key of the same tenant, principal and use case, which
+		// has no record: what Step answers for it is printed, and the
+		// scenario's record stays as it was.
+		k, err := strconv.Unquote(key)
+		if err != nil {
+			t.Fatalf("%q: key must be a quoted Go string: %v", line, err)
+		}
+		other := Record{Scope: s.cur.Scope}
+		other.Scope.Key = k
+		r, err := step(other, ev, s.policy)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return r.Describe()
 	}
 	r, err := step(s.cur, ev, s.policy)
 	if err != nil {

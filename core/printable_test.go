@@ -42,18 +42,8 @@ func TestPrintableIsTheByteLoop(t *testing.T) {
 // answer of the part-by-part checks on every scope, at every length limit
 // and with every kind of byte (space, control, DEL, non-ASCII, bad UTF-8).
 func TestScopeShortcutIsThePartChecks(t *testing.T) {
-	part := func(t *rapid.T, name string) string {
-		alphabet := []string{"a", "Z", "0", "-", " ", "\t", "\x7f", "\x00", "é", "\xff", "\u0085"}
-		n := rapid.SampledFrom([]int{0, 1, 15, 16, 17, 254, 255, 256}).Draw(t, name+" length")
-		b := []byte(strings.Repeat("k", n))
-		if n > 0 && rapid.Bool().Draw(t, name+" odd") { // one odd byte (or rune) at one place
-			at := rapid.IntRange(0, n-1).Draw(t, name+" at")
-			b = append(b[:at], append([]byte(rapid.SampledFrom(alphabet).Draw(t, name+" byte")), b[at+1:]...)...)
-		}
-		return string(b)
-	}
 	rapid.Check(t, func(t *rapid.T) {
-		s := Scope{Tenant: part(t, "tenant"), Principal: part(t, "principal"), UseCase: part(t, "use case"), Key: part(t, "key")}
+		s := drawScope(t)
 		max := rapid.SampledFrom([]int{KeyBytesMin, 64, KeyBytesLimit}).Draw(t, "key bytes max")
 		got, want := s.Validate(max), s.validateParts(max)
 		if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
@@ -82,4 +72,21 @@ func TestFingerprintWordsAreTheArrays(t *testing.T) {
 			t.Fatalf("IsZero(%x) = %t, IsZero(%x) = %t", f, f.IsZero(), g, g.IsZero())
 		}
 	})
+}
+
+// drawScope draws a scope whose parts sit at or next to every length limit,
+// each with at most one odd byte (or rune) at one place: space, control,
+// DEL, non-ASCII, bad UTF-8.
+func drawScope(t *rapid.T) Scope {
+	part := func(name string) string {
+		alphabet := []string{"a", "Z", "0", "-", " ", "\t", "\x7f", "\x00", "é", "\xff", "\u0085"}
+		n := rapid.SampledFrom([]int{0, 1, 15, 16, 17, 254, 255, 256}).Draw(t, name+" length")
+		b := []byte(strings.Repeat("k", n))
+		if n > 0 && rapid.Bool().Draw(t, name+" odd") {
+			at := rapid.IntRange(0, n-1).Draw(t, name+" at")
+			b = append(b[:at], append([]byte(rapid.SampledFrom(alphabet).Draw(t, name+" byte")), b[at+1:]...)...)
+		}
+		return string(b)
+	}
+	return Scope{Tenant: part("tenant"), Principal: part("principal"), UseCase: part("use case"), Key: part("key")}
 }

@@ -24,6 +24,18 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 	if err := p.Validate(); err != nil {
 		return Transition{}, err
 	}
+	// The scope is checked on every event, so that a host in any runtime
+	// gets the refusals of the glossary without a validation of its own.
+	// Only a reserve is held to the policy's KeyBytesMax: a record created
+	// under a policy that allowed longer keys must still be swept, settled
+	// and completed after the limit was lowered.
+	keyBytesMax := KeyBytesLimit
+	if ev.Kind == EventReserve {
+		keyBytesMax = p.KeyBytesMax
+	}
+	if err := rec.Scope.Validate(keyBytesMax); err != nil {
+		return Transition{}, err
+	}
 	if err := rec.validate(); err != nil {
 		return Transition{}, err
 	}
@@ -47,6 +59,11 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 	case EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve:
 		if ev.Token == 0 {
 			return Transition{}, refuse(ErrTokenMissing, "%v needs the token of the attempt it is about", ev.Kind)
+		}
+	}
+	if ev.carriesErrorCode() {
+		if err := ValidateErrorCode(ev.ErrorCode); err != nil {
+			return Transition{}, err
 		}
 	}
 	switch ev.Kind {

@@ -82,16 +82,22 @@ func TestGoldenThroughWasm(t *testing.T) {
 				case cmd.Policy != nil:
 					p = *cmd.Policy
 				case cmd.Event != nil:
-					next, d := compareStep(core.Step, h.Step, &cur, cmd.Event, &p)
+					start := cur
+					if cmd.Scope != nil {
+						start = core.Record{Scope: *cmd.Scope}
+					}
+					next, d := compareStep(core.Step, h.Step, &start, cmd.Event, &p)
 					if d != "" {
 						t.Fatalf("%s:%d %q: wasm differs from native:\n%s", cmd.File, cmd.LineNo, cmd.Line, d)
 					}
-					rec := cur
+					rec := start
 					res, err := h.Step(&rec, cmd.Event, &p)
-					if got := describeStep(res, &rec, err); got != cmd.Expected {
+					if got := describeStep(&cmd, res, &rec, err); got != cmd.Expected {
 						t.Fatalf("%s:%d %q through wasm:\n got: %s\nwant: %s", cmd.File, cmd.LineNo, cmd.Line, got, cmd.Expected)
 					}
-					cur = next
+					if cmd.Scope == nil {
+						cur = next
+					}
 					steps++
 				default: // record
 					if got := cur.Describe(); got != cmd.Expected {

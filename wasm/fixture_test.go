@@ -138,7 +138,7 @@ var sentinelNames = []string{
 	"ErrInvalidScope", "ErrInvalidKey", "ErrFingerprintLength", "ErrFingerprintMissing",
 	"ErrTimeMissing", "ErrTokenMissing", "ErrTokenNotFresh", "ErrResponseInvalid",
 	"ErrResponseTooLarge", "ErrUnknownEvent", "ErrUnknownVerdict", "ErrInvalidRecord",
-	"ErrInvalidPolicy",
+	"ErrInvalidPolicy", "ErrInvalidErrorCode",
 }
 
 func fxTime(t time.Time) *string {
@@ -253,6 +253,11 @@ func buildFixture() ([]byte, error) {
 				}
 				c = stepCase{Policy: *cmd.Policy, Start: cur}
 				name = fmt.Sprintf("%s:%d", s.File, cmd.LineNo)
+			case cmd.Scope != nil:
+				// An event on another scope, which has no record: a case of
+				// its own, and the scenario's case goes on without it.
+				one := stepCase{Policy: c.Policy, Start: core.Record{Scope: *cmd.Scope}, Events: []core.Event{*cmd.Event}}
+				fx.Cases = append(fx.Cases, fixtureCaseOf(fmt.Sprintf("golden %s:%d", s.File, cmd.LineNo), one))
 			case cmd.Event != nil:
 				c.Events = append(c.Events, *cmd.Event)
 			}

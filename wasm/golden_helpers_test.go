@@ -29,7 +29,10 @@ type goldenCommand struct {
 	LineNo     int
 	Policy     *core.Policy // set for a policy command: the policy from here on
 	Event      *core.Event  // set for an event command
-	Expected   string       // the block after "----"
+	// Scope is set for an event command with key=: the event is applied to
+	// that scope, which has no record, and the scenario's record stays.
+	Scope    *core.Scope
+	Expected string // the block after "----"
 }
 
 // goldenScenario is one file.
@@ -116,7 +119,23 @@ func parseGoldenCommand(cmd *goldenCommand, policy *core.Policy) error {
 		}
 		return n
 	}
-	ev := core.Event{Token: core.Token(num("token")), ErrorCode: args["code"]}
+	code := args["code"]
+	if strings.HasPrefix(code, `"`) {
+		var e error
+		if code, e = strconv.Unquote(code); e != nil {
+			return fmt.Errorf("code: %w", e)
+		}
+	}
+	if key, ok := args["key"]; ok {
+		k, e := strconv.Unquote(key)
+		if e != nil {
+			return fmt.Errorf("key: %w", e)
+		}
+		scope := goldenScope
+		scope.Key = k
+		cmd.Scope = &scope
+	}
+	ev := core.Event{Token: core.Token(num("token")), ErrorCode: code}
 	if args["at"] != "" {
 		ev.Now = goldenT0.Add(dur("at"))
 	}
@@ -178,10 +197,13 @@ func parseGoldenCommand(cmd *goldenCommand, policy *core.Policy) error {
 }
 
 // describeStep is what a scenario expects after an event command, in the
-// core's golden format.
-func describeStep(res core.Transition, rec *core.Record, err error) string {
+// core's golden format (without the record for a command on another scope).
+func describeStep(cmd *goldenCommand, res core.Transition, rec *core.Record, err error) string {
 	if err != nil {
 		return "error: " + err.Error()
+	}
+	if cmd.Scope != nil {
+		return res.Describe()
 	}
 	return res.Describe() + "\nrecord: " + rec.Describe()
 }

@@ -24,7 +24,7 @@ func TestIndexAgreesWithAMap(t *testing.T) {
 	var scopes []idem.Scope
 	for k := range 60 {
 		for _, principal := range []string{"a", "b", "c"} {
-			scopes = append(scopes, idem.Scope{Principal: principal, UseCase: "u", Key: fmt.Sprintf("key-%02d", k)})
+			scopes = append(scopes, idem.Scope{Principal: principal, UseCase: "u", Key: fmt.Sprintf("key-%02d-0123456789abcdef", k)})
 		}
 	}
 	rapid.Check(t, func(t *rapid.T) {

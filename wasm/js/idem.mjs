@@ -11,14 +11,14 @@ import { readFile } from 'node:fs/promises';
 import { WASI } from 'node:wasi';
 
 /** The ABI version this host speaks (ABI.md). */
-export const ABI_VERSION = 2;
+export const ABI_VERSION = 3;
 
 /** Names of the core's error sentinels, by ABI error code (ABI.md). */
 export const ERROR_CODES = [
   'ErrInvalidScope', 'ErrInvalidKey', 'ErrFingerprintLength', 'ErrFingerprintMissing',
   'ErrTimeMissing', 'ErrTokenMissing', 'ErrTokenNotFresh', 'ErrResponseInvalid',
   'ErrResponseTooLarge', 'ErrUnknownEvent', 'ErrUnknownVerdict', 'ErrInvalidRecord',
-  'ErrInvalidPolicy',
+  'ErrInvalidPolicy', 'ErrInvalidErrorCode',
 ];
 
 /** An event the core refused: `code` names the Go sentinel, `message` is the Go error's text. */

@@ -18,7 +18,7 @@ import (
 
 // Version is the ABI version. The guest exports it as idem_abi_version; a
 // host refuses a module whose version differs from its own.
-const Version = 2
+const Version = 3
 
 // Export names of the guest module.
 const (
@@ -40,7 +40,7 @@ var Sentinels = []error{
 	core.ErrInvalidScope, core.ErrInvalidKey, core.ErrFingerprintLength, core.ErrFingerprintMissing,
 	core.ErrTimeMissing, core.ErrTokenMissing, core.ErrTokenNotFresh, core.ErrResponseInvalid,
 	core.ErrResponseTooLarge, core.ErrUnknownEvent, core.ErrUnknownVerdict, core.ErrInvalidRecord,
-	core.ErrInvalidPolicy,
+	core.ErrInvalidPolicy, core.ErrInvalidErrorCode,
 }
 
 const (
