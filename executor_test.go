@@ -19,11 +19,17 @@ import (
 	memstore "github.com/idemkit/idem/store/mem"
 )
 
-// flakyStore fails the calls its switches name, before or after applying them.
+// flakyStore fails the calls its switches name, before or after applying
+// them, and refuses (store.ErrRefused) the writes refuseIf matches.
 type flakyStore struct {
 	store.Store
 	failLoad, failWrite, failAfterWrite atomic.Bool
+	refuseIf                            func(*idem.Record) bool // set before use
 }
+
+// errCheckViolation is how flakyStore refuses a write: for good, as a
+// database refuses a check constraint.
+var errCheckViolation = fmt.Errorf("check constraint violated: %w", store.ErrRefused)
 
 var errDown = errors.New("connection refused")
 
@@ -58,10 +64,18 @@ func (f *flakyStore) fail(mode string) {
 	}
 }
 
+func (f *flakyStore) refused(r *idem.Record) bool { return f.refuseIf != nil && f.refuseIf(r) }
+
 func (f *flakyStore) Insert(ctx context.Context, r *idem.Record) error {
+	if f.refused(r) {
+		return errCheckViolation
+	}
 	return f.write(func() error { return f.Store.Insert(ctx, r) })
 }
 func (f *flakyStore) CompareAndSet(ctx context.Context, r *idem.Record, v uint64, t idem.Token) error {
+	if f.refused(r) {
+		return errCheckViolation
+	}
 	return f.write(func() error { return f.Store.CompareAndSet(ctx, r, v, t) })
 }
 func (f *flakyStore) Delete(ctx context.Context, s idem.Scope, v uint64, t idem.Token) error {
@@ -117,11 +131,17 @@ func (f *fixture) act(resp idem.Response, err error) idem.Action {
 
 func (f *fixture) status(t *testing.T, req idem.Request) core.Status {
 	t.Helper()
+	return f.record(t, req).Status
+}
+
+// record is what the memory store holds for req's scope.
+func (f *fixture) record(t *testing.T, req idem.Request) idem.Record {
+	t.Helper()
 	snap, err := f.mem.Load(context.Background(), req.Scope)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return snap.Record.Status
+	return snap.Record
 }
 
 func TestExecuteThenReplayByteForByte(t *testing.T) {
@@ -464,10 +484,11 @@ func TestMetricLabelsNeverHoldIdentities(t *testing.T) {
 		}
 		names[c.Name()] = true
 	}
-	// SPEC §7's twelve, and worker.error, which makes a worker's failed
-	// run visible to an operator.
-	if len(names) != 13 || !names["api.idempotency.worker.error.count"] {
-		t.Fatalf("%d counters, want SPEC §7's 12 and worker.error", len(names))
+	// SPEC §7's twelve, worker.error, which makes a worker's failed run
+	// visible to an operator, and store.refused, a store's refusal that is
+	// not an outage.
+	if len(names) != 14 || !names["api.idempotency.worker.error.count"] || !names["api.idempotency.store.refused.count"] {
+		t.Fatalf("%d counters, want SPEC §7's 12, worker.error and store.refused", len(names))
 	}
 }
 

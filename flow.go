@@ -164,8 +164,9 @@ func (f *Flow) ApplyDone(a *store.Applied, err error) {
 func (f *Flow) reserved(a *store.Applied, err error) {
 	if err != nil {
 		// Fail closed: nothing runs when the store cannot be trusted,
-		// including a write that may or may not have applied.
-		f.done(Result{}, newError(ErrStoreUnavailable, err, f.policy.RetryAfter))
+		// including a write that may or may not have applied. A store that
+		// refused the write for good is not down: retrying will not help.
+		f.done(Result{}, storeErr(err, f.policy.RetryAfter))
 		return
 	}
 	d := a.Transition.Decision
@@ -238,6 +239,13 @@ func (f *Flow) RunDone(resp Response, err error) {
 	if errors.As(err, &notExecuted) {
 		f.event.Kind, f.event.ErrorCode = core.EventFail, notExecuted.Code
 		f.finalErr = newError(ErrNotExecuted, err, 0)
+		if codeErr := core.ValidateErrorCode(notExecuted.Code); codeErr != nil {
+			// That nothing ran is what frees the key; a code the core
+			// refuses must not keep it locked. The default code is
+			// stored, and the caller is told of its mistake.
+			f.event.ErrorCode = ""
+			f.finalErr = newError(ErrNotExecuted, &codeRefusedError{notExecuted: err, refusal: codeErr}, 0)
+		}
 		return
 	}
 	f.event.ErrorCode = unknownCode(err)
@@ -258,18 +266,31 @@ func unknownCode(err error) string {
 }
 
 func (f *Flow) recorded(a *store.Applied, err error) {
-	if err != nil && store.Refused(err) && f.event.Kind == core.EventComplete {
+	outcome := f.event.Kind == core.EventComplete || f.event.Kind == core.EventFail
+	switch {
+	case err != nil && store.Refused(err) && f.event.Kind == core.EventComplete:
 		// The core refused the response (not valid HTTP, or too large): it
 		// executed, but what it answered cannot be replayed. Leave the key
 		// to the reconciler and surface the bug.
-		f.event = core.Event{Kind: core.EventMarkUnknown, Token: f.attempt.Token, ErrorCode: string(CodeResponseInvalid)}
-		f.finalErr = newError(ErrResponseInvalid, err, 0)
+		f.markUnknown(string(CodeResponseInvalid), newError(ErrResponseInvalid, err, 0))
+		return
+	case err != nil && errors.Is(err, store.ErrRefused) && outcome:
+		// The store refused the outcome for good: a write sent again would
+		// be refused again, and the key would sit in_progress until its
+		// lease ended. Hand it to the reconciler now. A completion's
+		// response is still the true one (Result.Recorded false); a
+		// failure's key is not free, which the caller is told.
+		var final error
+		if f.event.Kind == core.EventFail {
+			final = newError(ErrStoreRefused, &notReleasedError{notExecuted: f.actErr, write: err}, 0)
+		}
+		f.markUnknown(codeStoreRefused, final)
 		return
 	}
 	if f.event.Kind == core.EventFail && !released(a, err) {
 		// It did not execute, but the key is not free: say so, not that a
 		// retry may run it.
-		f.done(Result{}, newError(ErrStoreUnavailable, &notReleasedError{notExecuted: f.actErr, write: err}, f.policy.RetryAfter))
+		f.done(Result{}, storeErr(&notReleasedError{notExecuted: f.actErr, write: err}, f.policy.RetryAfter))
 		return
 	}
 	if f.finalErr != nil {
@@ -283,6 +304,42 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 	}
 	f.done(r, nil)
 }
+
+// markUnknown makes the attempt's next event a MarkUnknown with code, and
+// final what the flow answers once it is written (nil: the executed
+// result, not recorded).
+func (f *Flow) markUnknown(code string, final error) {
+	f.event = core.Event{Kind: core.EventMarkUnknown, Token: f.attempt.Token, ErrorCode: code}
+	f.finalErr = final
+}
+
+// codeStoreRefused is the last error code of a record whose outcome the
+// store refused to write (store.ErrRefused).
+const codeStoreRefused = "store_refused"
+
+// storeErr is the answer to a store failure: ErrStoreRefused when the store
+// refused the write for good (store.ErrRefused), else ErrStoreUnavailable
+// with retryAfter.
+func storeErr(err error, retryAfter time.Duration) *Error {
+	if errors.Is(err, store.ErrRefused) {
+		return newError(ErrStoreRefused, err, 0)
+	}
+	return newError(ErrStoreUnavailable, err, retryAfter)
+}
+
+// codeRefusedError is the cause when an action proved it did nothing but
+// gave an error code the core refuses (core.ValidateErrorCode): the key was
+// released with the core's default code.
+type codeRefusedError struct {
+	notExecuted error // the action's error (a *NotExecutedError)
+	refusal     error // the core's refusal of its code
+}
+
+func (e *codeRefusedError) Error() string {
+	return e.notExecuted.Error() + " (its key was released, but its error code was refused and not stored: " + e.refusal.Error() + ")"
+}
+
+func (e *codeRefusedError) Unwrap() []error { return []error{e.notExecuted, e.refusal} }
 
 // released reports whether a Fail freed the key.
 func released(a *store.Applied, err error) bool {

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -26,6 +27,7 @@ const (
 	CounterReconcileResolved                 // the reconciler settled an unknown record
 	CounterReconcileFailed                   // the reconciler gave up on a record after its maximum attempts
 	CounterWorkerError                       // a sweeper or reconciler run could not handle a batch, or a record in it
+	CounterStoreRefused                      // the store refused a write for good (store.ErrRefused): not an outage
 	counterCount
 )
 
@@ -43,6 +45,7 @@ var counterNames = [counterCount]string{
 	"api.idempotency.reconcile.resolved.count",
 	"api.idempotency.reconcile.failed.count",
 	"api.idempotency.worker.error.count",
+	"api.idempotency.store.refused.count",
 }
 
 // Counters lists every counter, in a stable order.
@@ -165,6 +168,8 @@ func count(m Metrics, scope Scope, ev core.EventKind, a *store.Applied, err erro
 	switch {
 	case err == nil:
 		observe(m, ev, a)
+	case errors.Is(err, store.ErrRefused):
+		m.Add(CounterStoreRefused, Labels{UseCase: scope.UseCase, Event: ev.String()}, 1)
 	case !store.Refused(err):
 		m.Add(CounterStoreError, Labels{UseCase: scope.UseCase, Event: ev.String()}, 1)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -110,11 +111,14 @@ func (e *Executor) Sweeper(opts ...WorkerOption) (*Sweeper, error) {
 	return &Sweeper{w}, nil
 }
 
-// RunOnce handles one batch of due records and says how many it changed.
+// RunOnce handles one batch of due records and says how many it changed or
+// deleted: leases ended, records expired, and tombstones pruned. A loop
+// that drains until RunOnce says 0 therefore stops only when nothing in the
+// batch was due.
 func (s *Sweeper) RunOnce(ctx context.Context) (changed int, err error) {
 	return s.w.forDue(ctx, func(*Record) core.Event {
 		return core.Event{Kind: core.EventSweep}
-	}, core.DecisionLeaseExpired, core.DecisionExpired)
+	}, core.DecisionLeaseExpired, core.DecisionExpired, core.DecisionPruned)
 }
 
 // Run calls RunOnce every interval until ctx is done, reporting each error
@@ -148,23 +152,38 @@ func (e *Executor) Reconciler(check Check, opts ...WorkerOption) (*Reconciler, e
 
 // Error codes the reconciler leaves on a record it could not settle.
 const (
-	codeCheckFailed    = "check_failed"    // the Check returned an error
+	codeCheckFailed    = "check_failed"    // the Check returned an error, or panicked
 	codeFindingInvalid = "finding_invalid" // the Check's finding cannot be stored (no verdict, or a response the core refuses)
+	// codeStoreRefused (flow.go): the store refused to write the finding
 )
 
 // RunOnce handles one batch of due records and says how many it settled. A
-// record whose Check fails, or whose finding the core refuses (a response
-// too large, or not valid HTTP), is rescheduled as still unknown with why
-// (its last error code) and counted in worker.error; the batch goes on.
+// record whose Check fails or panics, whose finding the core refuses (a
+// response too large, or not valid HTTP), or whose finding the store
+// refuses to write (store.ErrRefused), is rescheduled as still unknown with
+// why (its last error code), after the policy's backoff, and counted in
+// worker.error; the batch goes on. A panic in the Check is recovered: one
+// bad record must not stop every run, nor come first in the next.
 func (r *Reconciler) RunOnce(ctx context.Context) (settled int, err error) {
 	return r.w.forDue(ctx, func(rec *Record) core.Event {
-		f, err := r.check(ctx, *rec)
-		switch {
-		case err != nil:
+		f, err := r.safeCheck(ctx, rec)
+		if err != nil {
+			r.w.metrics.Add(CounterWorkerError, Labels{UseCase: rec.Scope.UseCase, Event: core.EventResolve.String()}, 1)
 			return stillUnknown(rec, codeCheckFailed)
 		}
-		return resolveEvent(rec, f) // a finding the core refuses is handled by forDue
+		return resolveEvent(rec, f) // a finding the core or the store refuses is handled by forDue
 	}, core.DecisionResolved)
+}
+
+// safeCheck is the Check, with a panic turned into an error: a failed
+// check like any other.
+func (r *Reconciler) safeCheck(ctx context.Context, rec *Record) (f Finding, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			f, err = Finding{}, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return r.check(ctx, *rec)
 }
 
 // stillUnknown is the Resolve that reschedules rec's attempt, saying why.
@@ -214,12 +233,14 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 		rec := &recs[i]
 		ev := eventFor(rec)
 		err := store.Apply(ctx, w.store, rec.Scope, ev, w.policy, &a)
-		if err != nil && store.Refused(err) && ev.Kind == core.EventResolve && ev.Verdict != core.VerdictStillUnknown {
-			// The core refuses the finding: one bad record must not stop the
-			// others, nor come first in every batch. Record why, back off.
+		if code := refusedFinding(ev, err); code != "" {
+			// The core refuses the finding, or the store refuses to write
+			// it: one bad record must not stop the others, nor come first
+			// in every batch. Record why, back off.
+			count(w.metrics, rec.Scope, ev.Kind, &a, err)
 			errs.add(fmt.Errorf("idem: the finding about %s is refused: %w", rec.Scope, err))
 			w.metrics.Add(CounterWorkerError, Labels{UseCase: rec.Scope.UseCase, Event: ev.Kind.String()}, 1)
-			ev = stillUnknown(rec, codeFindingInvalid)
+			ev = stillUnknown(rec, code)
 			err = store.Apply(ctx, w.store, rec.Scope, ev, w.policy, &a)
 		}
 		count(w.metrics, rec.Scope, ev.Kind, &a, err)
@@ -235,6 +256,23 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 		}
 	}
 	return n, errs.err()
+}
+
+// refusedFinding is the code to reschedule a record with when err refused
+// ev, a finding about it (not a still-unknown one, which is what a
+// reschedule writes): finding_invalid when the core refused it,
+// store_refused when the store did; "" otherwise.
+func refusedFinding(ev core.Event, err error) string {
+	if err == nil || ev.Kind != core.EventResolve || ev.Verdict == core.VerdictStillUnknown {
+		return ""
+	}
+	switch {
+	case store.Refused(err):
+		return codeFindingInvalid
+	case errors.Is(err, store.ErrRefused):
+		return codeStoreRefused
+	}
+	return ""
 }
 
 // batchErrors keeps the first few errors of a batch and counts the rest.

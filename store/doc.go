@@ -27,8 +27,10 @@
 //
 // A driver returns ErrConflict (possibly wrapped) when a precondition did not
 // hold and nothing was written, ErrStoreFull when it refuses a new record
-// rather than evict a live one, and any other error when it could not
-// answer; a failed write may then have applied (an ambiguous commit). Apply
+// rather than evict a live one, ErrRefused (wrapped) when it refuses the call
+// deterministically (bad data for the database, a constraint), and any other
+// error when it could not answer; a failed write may then have applied (an
+// ambiguous commit). Apply
 // and Op wrap every store failure in *Error, which names the Method that
 // failed; any other error they return is the core refusing the event
 // (errors.Is against the core's sentinels).
