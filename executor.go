@@ -97,7 +97,11 @@ func (e *Executor) Begin(req Request) (*Flow, error) {
 //
 // The action's context is cancelled, with context.Cause ErrLeaseLost, as
 // soon as the attempt loses its lease: a heartbeat finds the record taken
-// over, or cannot extend it before it ends. Downstream calls must carry the
+// over, or none extended it in time. In that case it is cancelled a margin
+// before the lease's end as the executor last knew it (reckoned from when
+// the call that granted it was sent), whatever the store does: a store that
+// hangs cannot stretch an attempt past its lease. Nothing Do does after the
+// action returns waits for a heartbeat under way. Downstream calls must carry the
 // attempt's token and a deadline no later than its lease (see Check), so
 // that nothing of a lost attempt can land after another one started.
 //
@@ -123,7 +127,9 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 	a := &scratch.applied
 	// The reserve comes first, outside the Flow: a replay, the most common
 	// answer of a retried request, is then a validation, one store call and
-	// a copy, without the 800 bytes of a Flow to clear.
+	// a copy, without the 800 bytes of a Flow to clear. The time it was
+	// sent is where a lease it grants starts on the host's clock.
+	scratch.sent = time.Now()
 	err := store.Apply(ctx, e.store, req.Scope, core.Event{Kind: core.EventReserve, Fingerprint: req.Fingerprint}, &e.policy, a)
 	if err == nil && a.Transition.Decision.Kind == core.DecisionReplay {
 		count(e.metrics, req.Scope, core.EventReserve, a, nil)
@@ -159,6 +165,9 @@ func (e *Executor) doFlow(ctx context.Context, req *Request, action Action, scra
 		switch f.nextKind() {
 		case EffectApply:
 			var err error
+			if f.event.Kind == core.EventReserve {
+				scratch.sent = time.Now()
+			}
 			if f.state == flowRecord {
 				// The outcome of the attempt this Do holds: a store that can
 				// write over the held record without loading it first (a
@@ -173,7 +182,7 @@ func (e *Executor) doFlow(ctx context.Context, req *Request, action Action, scra
 			f.ApplyDone(a, err)
 		case EffectRun:
 			*held = a.Record // what the reserve that decided Execute left
-			resp, err := e.run(ctx, f.attempt, action)
+			resp, err := e.run(ctx, f.attempt, scratch.sent, action)
 			if p, ok := err.(*PanicError); ok {
 				panicked = p
 			}
@@ -204,6 +213,7 @@ var errNilAction = errors.New("nil action")
 type doScratch struct {
 	applied store.Applied
 	held    core.Record
+	sent    time.Time // when the last reserve was sent
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(doScratch) }}
@@ -236,12 +246,13 @@ func (e *Executor) wait(ctx context.Context, scope Scope, eff Effect) error {
 	return nil
 }
 
-// run calls action as the attempt at, with a heartbeat beside it that
-// cancels the action's context if the lease is lost. A panic comes back as a
-// *PanicError, for Do to record before raising it again.
-func (e *Executor) run(ctx context.Context, at Attempt, action Action) (resp Response, err error) {
+// run calls action as the attempt at, whose reserve was sent at sent, with
+// a heartbeat beside it that cancels the action's context if the lease is
+// lost. A panic comes back as a *PanicError, for Do to record before
+// raising it again.
+func (e *Executor) run(ctx context.Context, at Attempt, sent time.Time, action Action) (resp Response, err error) {
 	actx, cancel := context.WithCancelCause(ctx)
-	b := e.startHeartbeat(at, cancel)
+	b := e.startHeartbeat(at, sent, cancel)
 	defer func() {
 		b.stop()
 		cancel(nil)

@@ -1,0 +1,160 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
+	memstore "github.com/idemkit/idem/store/mem"
+)
+
+// Issue 20 §2: a lost lease is told in time, whatever the store does.
+
+// beatHanger lets the reserve and the outcome through, and holds every
+// heartbeat until released, whatever its context says: a store that hangs
+// rather than fails.
+type beatHanger struct {
+	release chan struct{}
+	mu      sync.Mutex
+	hung    int  // heartbeats under way
+	entered chan struct{}
+	once    sync.Once
+}
+
+func newBeatHanger() *beatHanger {
+	return &beatHanger{release: make(chan struct{}), entered: make(chan struct{})}
+}
+
+func (b *beatHanger) apply(next store.ApplyFunc) store.ApplyFunc {
+	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+		if ev.Kind != core.EventHeartbeat {
+			return next(ctx, scope, ev, p, out)
+		}
+		b.mu.Lock()
+		b.hung++
+		b.mu.Unlock()
+		b.once.Do(func() { close(b.entered) })
+		<-b.release // ctx ignored: the store hangs
+		b.mu.Lock()
+		b.hung--
+		b.mu.Unlock()
+		return errors.New("store hung up")
+	}
+}
+
+func (b *beatHanger) hanging() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.hung
+}
+
+// TestHungHeartbeatStillEndsTheAttemptInTime: the first heartbeat hangs in
+// the store. The action must be cancelled with ErrLeaseLost while that call
+// still hangs, and before its lease ends on the store's own clock (on
+// which the sweeper would reopen the key); and Do must return while the
+// beat still hangs, not when the store lets go.
+func TestHungHeartbeatStillEndsTheAttemptInTime(t *testing.T) {
+	// Real time, as Do's heartbeat runs; a lease long enough that the
+	// margin (150 ms) covers a busy machine's late timers.
+	const lease = 3 * time.Second
+	mem := memstore.New(memstore.Options{Clock: time.Now})
+	hanger := newBeatHanger()
+	t.Cleanup(func() { close(hanger.release) })
+	s := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: hanger.apply})
+	p := idem.DefaultPolicy()
+	p.LeaseDuration = lease
+	ex, err := idem.New(s, idem.WithPolicy(p), idem.WithHeartbeatInterval(lease/10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := request(key1, payload)
+	var cause error
+	var toldBeforeEnd bool
+	hungWhenTold := 0
+	_, err = ex.Do(context.Background(), req, func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+		select {
+		case <-hanger.entered:
+		case <-time.After(10 * lease):
+			t.Error("no heartbeat reached the store")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * lease):
+			t.Error("the action was never told")
+			return created, nil
+		}
+		told := time.Now()
+		cause, hungWhenTold = context.Cause(ctx), hanger.hanging()
+		snap, err := mem.Load(context.Background(), req.Scope)
+		toldBeforeEnd = err == nil && told.Before(snap.Record.LockedUntil)
+		return idem.Response{}, ctx.Err()
+	})
+	if !errors.Is(cause, idem.ErrLeaseLost) {
+		t.Fatalf("cause %v", cause)
+	}
+	if hungWhenTold == 0 {
+		t.Fatal("the heartbeat had returned before the action was told: the test proves nothing")
+	}
+	if !toldBeforeEnd {
+		t.Fatal("the action was told after its lease had ended on the store's clock")
+	}
+	if !errors.Is(err, idem.ErrOutcomeUnknown) {
+		t.Fatalf("Do: %v", err)
+	}
+	if hanger.hanging() == 0 {
+		t.Fatal("Do returned only once the hung heartbeat let go")
+	}
+	if rec, _ := mem.Load(context.Background(), req.Scope); rec.Record.Status != core.StatusUnknown {
+		t.Fatalf("record %s", rec.Record.Describe())
+	}
+}
+
+// TestLeaseEndCountsFromTheReserveSent: the reserve's answer is slow to come
+// back (the store applied it at once, the answer took half the lease to
+// arrive), and every heartbeat fails. The lease started when the store read
+// its clock, so the attempt must be told by the lease's end on that clock,
+// not a lease after the answer arrived.
+func TestLeaseEndCountsFromTheReserveSent(t *testing.T) {
+	const lease = 3 * time.Second
+	mem := memstore.New(memstore.Options{Clock: time.Now})
+	slowAnswer := func(next store.ApplyFunc) store.ApplyFunc {
+		return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+			switch ev.Kind {
+			case core.EventReserve:
+				err := next(ctx, scope, ev, p, out)
+				time.Sleep(lease / 2) // the answer in transit
+				return err
+			case core.EventHeartbeat:
+				return errBeatDown // no heartbeat extends the lease
+			}
+			return next(ctx, scope, ev, p, out)
+		}
+	}
+	s := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: slowAnswer})
+	p := idem.DefaultPolicy()
+	p.LeaseDuration = lease
+	ex, err := idem.New(s, idem.WithPolicy(p), idem.WithHeartbeatInterval(lease/10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := request(key1, payload)
+	var toldBeforeEnd bool
+	_, _ = ex.Do(context.Background(), req, func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * lease):
+			t.Error("the action was never told")
+			return created, nil
+		}
+		toldBeforeEnd = time.Now().Before(at.LockedUntil)
+		return idem.Response{}, ctx.Err()
+	})
+	if !toldBeforeEnd {
+		t.Fatal("the action was told after its lease had ended on the store's clock")
+	}
+}
