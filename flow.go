@@ -188,9 +188,12 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 	}
 }
 
-// replayed is the answer of a reserve the core decided Replay for.
+// replayed is the answer of a reserve the core decided Replay for. Its
+// response is a copy: a Result is the caller's to keep and edit, while the
+// store's record is shared by every replay of the key (a store hands out
+// its own memory; see store.Store).
 func replayed(a *store.Applied) Result {
-	return Result{Kind: ResultReplayed, Response: a.Record.Response, Token: a.Record.Token, Recorded: true}
+	return Result{Kind: ResultReplayed, Response: a.Record.Response.Clone(), Token: a.Record.Token, Recorded: true}
 }
 
 func (f *Flow) inFlight(a *store.Applied, d core.Decision) {

@@ -48,7 +48,9 @@ func (k ResultKind) String() string {
 	return fmt.Sprintf("result(%d)", uint8(k))
 }
 
-// Result is a request answered with a response.
+// Result is a request answered with a response. It is the caller's: a
+// replay's Response is a copy of what the store keeps, so that editing it
+// (to add a header before sending it, say) changes no other replay.
 type Result struct {
 	Kind     ResultKind
 	Response Response

@@ -78,11 +78,13 @@ func (r Response) Bytes() int {
 }
 
 // Clone returns a deep copy, so a store can keep a response that its caller
-// goes on to modify.
+// goes on to modify, and a caller can modify one a store keeps. Nil and
+// empty slices stay as they were; header names and values are strings,
+// which nobody can modify, and are shared.
 func (r Response) Clone() Response {
 	c := r
 	if r.Headers != nil {
-		c.Headers = append([]Header(nil), r.Headers...)
+		c.Headers = append(make([]Header, 0, len(r.Headers)), r.Headers...)
 	}
 	if r.Body != nil {
 		c.Body = append([]byte{}, r.Body...)

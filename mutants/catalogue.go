@@ -346,11 +346,11 @@ var Catalogue = []Mutant{
 	},
 	{
 		ID: "core-clone-header-guard", File: "core/record.go",
-		Old:        "\tif r.Headers != nil {\n\t\tc.Headers = append([]Header(nil), r.Headers...)\n\t}\n",
-		New:        "\tc.Headers = append([]Header(nil), r.Headers...)\n",
-		Desc:       "Response.Clone copies the headers without its nil guard",
+		Old:        "\tif r.Headers != nil {\n\t\tc.Headers = append(make([]Header, 0, len(r.Headers)), r.Headers...)\n\t}\n",
+		New:        "\tc.Headers = append(make([]Header, 0, len(r.Headers)), r.Headers...)\n",
+		Desc:       "Response.Clone copies the headers without its nil guard: nil headers come back empty",
 		Breaks:     "none",
-		Equivalent: "append([]Header(nil), nil...) is nil, and for non-nil headers the guard is true: the same result either way",
+		Equivalent: "nil and empty headers are the same response (Response.Equal, every store, every replay): only the ABI tells them apart, and it carries the caller's own value, never a Clone",
 	},
 	{
 		ID: "core-key-untrimmed", File: "core/scope.go",
