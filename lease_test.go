@@ -21,7 +21,7 @@ import (
 type beatHanger struct {
 	release chan struct{}
 	mu      sync.Mutex
-	hung    int  // heartbeats under way
+	hung    int // heartbeats under way
 	entered chan struct{}
 	once    sync.Once
 }
