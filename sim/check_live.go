@@ -69,7 +69,7 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
 		if c.acted && err == nil && c.ctx.Err() != nil {
 			l.played.outcomeAfterLeft++
 		}
-		if c.acted && err != nil && !errors.Is(err, errStoreDown) && !store.Refused(err) {
+		if c.acted && err != nil && !errors.Is(err, errStoreDown) && !store.Refused(err) && !errors.Is(err, store.ErrRefused) {
 			// The store did not fail, yet the outcome was not written: the
 			// write did not outlive its caller (SPEC §5: a client that
 			// disconnects must not turn a charge into an unknown).
@@ -78,14 +78,20 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
 	}
 }
 
+// leaseMarginMax is the checker's own reading of how early Do may tell an
+// action that its lease ended (Executor.Do's documentation): a twentieth
+// of the lease, at most a second, and a millisecond for the host's clock.
+func leaseMarginMax(lease time.Duration) time.Duration { return min(lease/20, time.Second) + time.Millisecond }
+
 // leaseCancelled hears an action cancelled for a lost lease (SPEC §5
-// Heartbeat): not while the lease it heard of still runs. A heartbeat that
-// the store failed leaves the lease to its last extension; only its end,
-// or an answer that the record is no longer the attempt's, loses it.
+// Heartbeat): not while the lease it heard of still runs, but for the
+// margin before its end. A heartbeat that the store failed leaves the
+// lease to its last extension; only its end, or an answer that the record
+// is no longer the attempt's, loses it.
 func (l *live) leaseCancelled(c *liveCall) {
 	w := l.lock()
 	defer l.unlock()
-	if now := l.now(); now.Before(c.leaseEnd) {
+	if now := l.now(); now.Before(c.leaseEnd.Add(-leaseMarginMax(w.policy.LeaseDuration))) {
 		w.check.failAs(invExecutor, c.req.scope, "attempt %d was cancelled for a lost lease %v before the end of the lease it had been extended to (%v; its first lease ended %v)",
 			c.token, c.leaseEnd.Sub(now), fmtTime(int64(c.leaseEnd.Sub(epoch))), fmtTime(int64(c.firstEnd.Sub(epoch))))
 	}
@@ -93,9 +99,10 @@ func (l *live) leaseCancelled(c *liveCall) {
 
 // actionEnded hears the action return: an attempt whose heartbeat was told
 // the lease is lost must be told at once (SPEC §5: its context cancelled),
-// not left to run on beside the attempt that may take the key over. An
-// action that ended on its own while its context was cancelled (both were
-// ready at once) was told.
+// not left to run on beside the attempt that may take the key over, and
+// in any case by the end of the lease it last heard of. An action that
+// ended on its own while its context was cancelled (both were ready at
+// once) was told.
 func (l *live) actionEnded(a *actionRun) {
 	if errors.Is(context.Cause(a.ctx), idem.ErrLeaseLost) {
 		a.leaseLost = true
@@ -107,13 +114,24 @@ func (l *live) actionEnded(a *actionRun) {
 	if now := l.now(); c.leaseEnd.After(c.firstEnd) && now.After(c.firstEnd) {
 		l.played.extendedPastFirst++
 	}
-	if a.leaseLost && !c.lostAt.IsZero() {
-		l.played.leaseLostTold++
+	if a.leaseLost && (!c.lostAt.IsZero() || !l.now().Before(c.leaseEnd.Add(-leaseMarginMax(w.policy.LeaseDuration)))) {
+		l.played.leaseLostTold++ // told, by a heartbeat's answer or by the lease's end
 	}
-	if a.leaseLost || a.callerGone || c.lostAt.IsZero() {
+	if a.leaseLost || a.callerGone {
 		return
 	}
 	slack := max(w.policy.LeaseDuration/3, 10*time.Millisecond)
+	if late := l.now().Sub(c.leaseEnd); late > slack {
+		// SPEC §5: told no later than the lease's end as the executor
+		// last knew it, whatever the store does (a stalled or hung
+		// heartbeat included).
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d's lease ended at %v, but its action ran on uncancelled for %v",
+			c.token, fmtTime(int64(c.leaseEnd.Sub(epoch))), late)
+		return
+	}
+	if c.lostAt.IsZero() {
+		return
+	}
 	if late := l.now().Sub(c.lostAt); late > slack {
 		w.check.failAs(invExecutor, c.req.scope, "attempt %d's heartbeat found the record no longer its own at %v, but its action ran on uncancelled for %v",
 			c.token, fmtTime(int64(c.lostAt.Sub(epoch))), late)

@@ -32,8 +32,13 @@
 //     TTL while clients retry).
 //   - The store is the real memstore behind faultyStore, which makes calls
 //     fail before they apply or after a write applied (an ambiguous commit),
-//     and on FaultStoreTokenStale has a Load hand out the record's own token
-//     as fresh, a driver bug the core must refuse (ErrTokenNotFresh).
+//     on FaultStoreTokenStale has a Load hand out the record's own token
+//     as fresh, a driver bug the core must refuse (ErrTokenNotFresh), and on
+//     FaultStoreRefuse refuses for good (store.ErrRefused) every write of a
+//     response over 32 KiB until the faults stop: the executor must hand
+//     the key to the reconciler, which reschedules the finding it cannot
+//     write. The reconciler's Check may also panic (FaultCheckBad); the
+//     reconciler must recover it and reschedule the record.
 //   - Payloads are JSON documents that clients write out anew for every
 //     send (members shuffled, white space, escapes, a client timestamp the
 //     fingerprint excludes), under two use cases and schema versions; the
@@ -43,7 +48,8 @@
 //     back, by more than a heartbeat interval on some seeds (clock.go); a
 //     share of payments are long actions that beat several times.
 //   - Servers hand Complete the gateway's answer in a buffer they reuse once
-//     they replied; in-flight waits use the memory store's own Wait
+//     they replied, and edit a replay's Result in place once they sent it
+//     (a Result is the caller's); in-flight waits use the memory store's own Wait
 //     (wait.go); a server may freeze between an owner's load and its write,
 //     past its record's whole life; FaultBadInput sends keys with a space at
 //     an end and starts servers with a policy out of range.

@@ -345,8 +345,8 @@ func (l *live) settledLocked() bool {
 }
 
 // RunLiveSeeds is RunLive for n consecutive seeds from cfg.Seed, one after
-// the other (each is many goroutines already); workers is unused.
-func RunLiveSeeds(cfg Config, n, _ int, progress func(done int)) ([]*Report, error) {
+// the other (each is many goroutines already).
+func RunLiveSeeds(cfg Config, n int, progress func(done int)) ([]*Report, error) {
 	var reports []*Report
 	for i := range n {
 		c := cfg

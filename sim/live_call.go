@@ -33,7 +33,7 @@ func (l *live) schedule(f Fault, r *rand.Rand) bool {
 type liveSchedules struct {
 	extendedPastFirst int // actions that ran past their first lease end on an extended lease
 	beatsFailed       int // heartbeats the store failed in an outage the extended lease covered
-	leaseLostTold     int // actions cancelled after a heartbeat found the record taken over
+	leaseLostTold     int // actions cancelled for a lost lease: a heartbeat found the record taken over, or the lease ended
 	outcomeAfterLeft  int // outcomes written after the client went away
 	reserveFailed     int // reserves the store failed while the client waited
 	inFlight          int // in-flight answers to a client that waited

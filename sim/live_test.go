@@ -47,7 +47,7 @@ func TestLive(t *testing.T) {
 	}{
 		{"action extended past its first lease", played.extendedPastFirst},
 		{"heartbeat failed within the extended lease", played.beatsFailed},
-		{"lease loss told by a heartbeat", played.leaseLostTold},
+		{"lease loss told", played.leaseLostTold},
 		{"outcome written after the client left", played.outcomeAfterLeft},
 		{"reserve failed while the client waited", played.reserveFailed},
 		{"in-flight answer", played.inFlight},

@@ -543,6 +543,12 @@ func (c *serverCall) reply() {
 	a.diverged = c.diverged && err == nil && res.Kind == idem.ResultExecuted
 	c.s.w.sendAnswer(c.s, c.att, a)
 	reuseBuffer(&c.buf)
+	if err == nil && res.Kind == idem.ResultReplayed {
+		// The Result is the server's to keep: it edits a replay in place
+		// once sent (as a handler adding a header would). A flow that
+		// handed out the store's own memory replays the edit next time.
+		reuseBuffer(&res.Response)
+	}
 }
 
 // sendAnswer sends a to the client of att, through the lossy network.

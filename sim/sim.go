@@ -253,6 +253,9 @@ func (w *world) reconcileCheck(_ context.Context, rec idem.Record) (idem.Finding
 	if w.fault(FaultCheckBad, w.rng.gateway) {
 		how := w.rng.gateway.IntN(len(checkBadNames))
 		w.log(TraceEvent{Scope: w.scopeIdx[rec.Scope], Actor: ActorReconciler, What: WhatCheck, Token: rec.Token, Arg: int64(how)})
+		if how == checkBadPanic {
+			panic(errCheckPanicked)
+		}
 		return badFinding(how)
 	}
 	if ch := w.gateway.find(attemptID{w.scopeIdx[rec.Scope], rec.Token}); ch != nil {
@@ -347,7 +350,11 @@ func (w *world) String() string {
 
 // The ways FaultCheckBad makes the reconciler's Check go wrong: none of
 // them may settle a record, and none may stop the reconciler.
-var checkBadNames = [...]string{"error", "no verdict", "executed without a response", "executed with an injected header", "executed with a 1xx status", "executed with a header value that splits the response"}
+var checkBadNames = [...]string{"error", "no verdict", "executed without a response", "executed with an injected header", "executed with a 1xx status", "executed with a header value that splits the response", "panic"}
+
+// checkBadPanic is the bad check that panics (a nil map in the ledger's
+// client, say): the reconciler must recover it and reschedule the record.
+const checkBadPanic = 6
 
 func badFinding(how int) (idem.Finding, error) {
 	switch how {
@@ -365,4 +372,7 @@ func badFinding(how int) (idem.Finding, error) {
 	return idem.Finding{Verdict: core.VerdictExecuted, Response: core.Response{StatusCode: 102}}, nil
 }
 
-var errCheckFailed = errors.New("sim: the ledger did not answer")
+var (
+	errCheckFailed   = errors.New("sim: the ledger did not answer")
+	errCheckPanicked = errors.New("sim: the ledger's client panicked")
+)

@@ -109,8 +109,40 @@ func TestFaultsFire(t *testing.T) {
 		t.Errorf("answers: 422=%d replays=%d 409=%d 503=%d", r.Status422, r.Replays, r.Status409, r.Status503)
 	}
 	for _, c := range r.Counters {
-		if c.Value == 0 && !strings.Contains(c.Name, "ttl_pruned") && !strings.Contains(c.Name, "reconcile.failed") {
+		// Rare by design: TTLs, give-ups, and refusals (which need a large
+		// answer; TestStoreRefusalsFire makes them).
+		if c.Value == 0 && !strings.Contains(c.Name, "ttl_pruned") && !strings.Contains(c.Name, "reconcile.failed") && !strings.Contains(c.Name, "store.refused") {
 			t.Errorf("counter %s stayed 0", c.Name)
+		}
+	}
+}
+
+// TestStoreRefusalsFire: with many large answers, the store refuses to keep
+// some (FaultStoreRefuse), the refusals are counted as such and not as
+// outages, and every invariant holds.
+func TestStoreRefusalsFire(t *testing.T) {
+	cfg := allFaultsAt(0.05)
+	cfg.FaultRate[FaultGatewayOddAnswer] = 0.5
+	for seed := uint64(1); seed <= 5; seed++ {
+		cfg.Seed = seed
+		r, err := Run(cfg)
+		if err != nil || len(r.Violations) > 0 {
+			t.Fatalf("seed %d: %v %v", seed, err, r.Violations)
+		}
+		refused := 0
+		for _, e := range r.Events {
+			if e.What == WhatStoreRefused {
+				refused++
+			}
+		}
+		var counted uint64
+		for _, c := range r.Counters {
+			if c.Name == idem.CounterStoreRefused.Name() {
+				counted = c.Value
+			}
+		}
+		if refused == 0 || counted == 0 {
+			t.Fatalf("seed %d: %d refusals, %d counted", seed, refused, counted)
 		}
 	}
 }

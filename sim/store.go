@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/idemkit/idem/core"
@@ -84,6 +85,29 @@ var _ store.Store = callerStore{}
 
 func (s *faultyStore) failBefore() bool { return s.w.fault(FaultStoreErrorBefore, s.w.rng.store) }
 
+// storeColumnBytes is the largest response body the store holds while it
+// refuses (FaultStoreRefuse): the gateway's large answers are over it.
+const storeColumnBytes = 32 << 10
+
+// refuses reports whether the store refuses, for good, a write that stores
+// resp (store.ErrRefused): on the seeds with FaultStoreRefuse, until the
+// faults stop (an operator widened the column). It is not drawn per call:
+// the same write is refused every time.
+func (s *faultyStore) refuses(resp *core.Response) bool {
+	return s.w.rates[FaultStoreRefuse] > 0 && !s.w.healed && len(resp.Body) > storeColumnBytes
+}
+
+// refused is the store's refusal of a write of resp, told to the caller's
+// meta: a reconciler's finding that the store refuses is rescheduled as
+// still unknown, which is what the lifecycle checker must then see.
+func (c callerStore) refused(resp *core.Response) error {
+	if f := c.meta.finding; f != nil && f.verdict == core.VerdictExecuted {
+		f.verdict, f.response = core.VerdictStillUnknown, core.Response{}
+	}
+	c.s.w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatStoreRefused, Arg: int64(len(resp.Body))})
+	return fmt.Errorf("sim: a %d-byte response is over the store's column (%d bytes): %w", len(resp.Body), storeColumnBytes, store.ErrRefused)
+}
+
 func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	w := c.s.w
 	if c.s.failBefore() {
@@ -116,6 +140,10 @@ func (c callerStore) write(ctx context.Context, kind core.WriteKind, rec *core.R
 	if s.failBefore() {
 		c.record(kind, rec, v, t, linearizability.EndedFailed)
 		return errStoreDown
+	}
+	if kind != core.WriteDelete && s.refuses(&rec.Response) {
+		c.record(kind, rec, v, t, linearizability.EndedFailed)
+		return c.refused(&rec.Response)
 	}
 	var err error
 	switch kind {
@@ -201,6 +229,13 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			w.lifeHistory(c.meta, op)
 			return errStoreDown
 		}
+		if storesResponse(&ev) && s.refuses(&ev.Response) {
+			// The statement carries the response: refused whatever the
+			// record holds (as a database refuses a value for its column).
+			op.Ended = linearizability.EndedFailed
+			w.lifeHistory(c.meta, op)
+			return c.refused(&ev.Response)
+		}
 		err := next(ctx, scope, ev, p, out) // the memory store's errors are the core's: nothing written
 		op.SetApplied(ev, out, err)
 		if err != nil {
@@ -229,6 +264,11 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 		w.lifeHistory(c.meta, op)
 		return nil
 	}
+}
+
+// storesResponse reports whether ev asks the store to keep its response.
+func storesResponse(ev *core.Event) bool {
+	return ev.Kind == core.EventComplete || (ev.Kind == core.EventResolve && ev.Verdict == core.VerdictExecuted)
 }
 
 // applied reports a write the store applied for the caller, of kind under

@@ -53,13 +53,14 @@ const (
 	WhatStall                   // a gateway request or a heartbeat stalls (Arg: for how long)
 	WhatLeaseLost               // server: a heartbeat found the lease lost; the action is cancelled
 	WhatCheck                   // reconciler: its look at the ledger went wrong (Arg: how)
+	WhatStoreRefused            // store: refused a write for good (Arg: the response's body bytes)
 	whatCount
 )
 
 var whatNames = [whatCount]string{
 	"send", "lost", "answer", "done", "refused", "timeout", "decision", "store_error", "write", "fault_after_write",
 	"charge", "decline", "deadline", "gateway_call", "action_ended", "crash", "restart", "pause", "reply", "heal",
-	"stall", "lease_lost", "check_bad",
+	"stall", "lease_lost", "check_bad", "store_refused",
 }
 
 func (w What) String() string {
@@ -136,6 +137,8 @@ func (e *TraceEvent) Text() string {
 		b.WriteString("heartbeat: lease lost, action cancelled")
 	case WhatCheck:
 		fmt.Fprintf(&b, "check goes wrong: %s", checkBadNames[e.Arg])
+	case WhatStoreRefused:
+		fmt.Fprintf(&b, "refuses to store a %d-byte response, for good", e.Arg)
 	}
 	if e.Token != 0 {
 		fmt.Fprintf(&b, " [token %d]", e.Token)

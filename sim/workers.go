@@ -252,6 +252,9 @@ func (w *world) checkAs(a *workerActor) idem.Check {
 		}
 		var f idem.Finding
 		var err error
+		// What a check that panics leads to (still unknown), told before
+		// the check runs: a panic does not come back here.
+		a.found = w.findingSeen(&rec, f, errCheckPanicked)
 		if lag := a.ledger.ledgerLag; lag > 0 && w.Time().Before(rec.LockedUntil.Add(lag)) {
 			f = idem.Finding{Verdict: core.VerdictStillUnknown}
 		} else {

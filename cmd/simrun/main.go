@@ -141,11 +141,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	prog := newProgress(stderr, f.seeds)
-	run := sim.RunSeeds
+	var reports []*sim.Report
 	if f.live {
-		run = sim.RunLiveSeeds
+		reports, err = sim.RunLiveSeeds(f.cfg, f.seeds, prog.update) // one seed at a time: a live run is real time
+	} else {
+		reports, err = sim.RunSeeds(f.cfg, f.seeds, f.workers, prog.update)
 	}
-	reports, err := run(f.cfg, f.seeds, f.workers, prog.update)
 	prog.end()
 	if err != nil {
 		fmt.Fprintf(stderr, "simrun: %v\n", err)
@@ -235,11 +236,14 @@ func writeTraces(cfg sim.Config, reports []*sim.Report, tracePath, htmlPath stri
 	return nil
 }
 
-// progress prints "seeds N/M" on stderr, at most 4 times a second, once a
-// run has taken more than a second.
+// progress prints "seeds N/M" on stderr once a run has taken more than a
+// second: on a terminal one line rewritten at most 4 times a second; to
+// anything else (a CI log, a file) a plain line every 10 seconds, so that a
+// log holds no carriage returns and no thousand lines.
 type progress struct {
 	mu      sync.Mutex
 	out     io.Writer
+	tty     bool
 	total   int
 	start   time.Time
 	last    time.Time
@@ -247,25 +251,47 @@ type progress struct {
 }
 
 func newProgress(out io.Writer, total int) *progress {
-	return &progress{out: out, total: total, start: time.Now()}
+	return &progress{out: out, tty: isTerminal(out), total: total, start: time.Now()}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *progress) update(done int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
-	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 250*time.Millisecond {
+	every := 10 * time.Second
+	if p.tty {
+		every = 250 * time.Millisecond
+	}
+	if now.Sub(p.start) < time.Second || now.Sub(p.last) < every {
 		return
 	}
 	p.last = now
 	p.printed = true
-	fmt.Fprintf(p.out, "\rsimrun: seeds %d/%d (%d%%), %v", done, p.total, 100*done/p.total, now.Sub(p.start).Round(100*time.Millisecond))
+	line := fmt.Sprintf("simrun: seeds %d/%d (%d%%), %v", done, p.total, 100*done/p.total, now.Sub(p.start).Round(100*time.Millisecond))
+	if p.tty {
+		fmt.Fprint(p.out, "\r"+line)
+	} else {
+		fmt.Fprintln(p.out, line)
+	}
 }
 
 func (p *progress) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.printed {
-		fmt.Fprintf(p.out, "\rsimrun: seeds %d/%d in %v\n", p.total, p.total, time.Since(p.start).Round(100*time.Millisecond))
+		if p.tty {
+			fmt.Fprint(p.out, "\r")
+		}
+		fmt.Fprintf(p.out, "simrun: seeds %d/%d in %v\n", p.total, p.total, time.Since(p.start).Round(100*time.Millisecond))
 	}
 }

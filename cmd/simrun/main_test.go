@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem"
 )
@@ -175,5 +176,23 @@ func TestLinCheckFlag(t *testing.T) {
 	code, out, _ = simrun(t, "-seed", "2", "-seeds", "3", "-requests", "80", "-lincheck=false")
 	if code != 0 || strings.Contains(out, "store operations checked") {
 		t.Fatalf("-lincheck=false still checked: exit %d:\n%s", code, out)
+	}
+}
+
+// TestProgressToALogHasNoCarriageReturns: progress written to anything but
+// a terminal (a CI log) is plain lines, not a line rewritten with \r.
+func TestProgressToALogHasNoCarriageReturns(t *testing.T) {
+	var log bytes.Buffer
+	p := newProgress(&log, 10)
+	if p.tty {
+		t.Fatal("a buffer taken for a terminal")
+	}
+	p.start = time.Now().Add(-2 * time.Second) // past the first second's silence
+	p.update(3)
+	p.update(4) // within 10 s of the last line: not printed
+	p.end()
+	got := log.String()
+	if strings.Contains(got, "\r") || strings.Count(got, "\n") != 2 || !strings.Contains(got, "seeds 3/10") || !strings.Contains(got, "seeds 10/10 in") {
+		t.Fatalf("progress to a log: %q", got)
 	}
 }
