@@ -81,7 +81,9 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
 // leaseMarginMax is the checker's own reading of how early Do may tell an
 // action that its lease ended (Executor.Do's documentation): a twentieth
 // of the lease, at most a second, and a millisecond for the host's clock.
-func leaseMarginMax(lease time.Duration) time.Duration { return min(lease/20, time.Second) + time.Millisecond }
+func leaseMarginMax(lease time.Duration) time.Duration {
+	return min(lease/20, time.Second) + time.Millisecond
+}
 
 // leaseCancelled hears an action cancelled for a lost lease (SPEC §5
 // Heartbeat): not while the lease it heard of still runs, but for the

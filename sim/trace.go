@@ -30,30 +30,30 @@ func (a Actor) String() string { return actorNames[a] }
 type What uint8
 
 const (
-	WhatSend        What = iota // client sends attempt Arg to server Arg2
-	WhatLost                    // a message was lost (Arg: 0 request, 1 response)
-	WhatAnswer                  // client receives status Arg
-	WhatDone                    // client has its definitive answer, status Arg
-	WhatRefused                 // client's connection refused (server down)
-	WhatTimeout                 // client's attempt Arg timed out
-	WhatDecision                // server: the core decided Arg (core.DecisionKind) for event Arg2 (core.EventKind)
-	WhatStoreError              // server: a store call failed (Arg: event kind)
-	WhatWrite                   // store: a write applied (Arg: core.WriteKind, Arg2: new status); Token = new token
-	WhatFaultAfter              // store: the write applied, then the caller was told it failed
-	WhatCharge                  // gateway: charged (Arg: amount)
-	WhatDecline                 // gateway: declined the card
-	WhatDeadline                // gateway: refused a request that arrived after its deadline
-	WhatGatewayCall             // server: calls the gateway for attempt Token
-	WhatActionEnded             // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown)
-	WhatCrash                   // server crashed
-	WhatRestart                 // server restarted
-	WhatPause                   // server paused for Arg ns
-	WhatReply                   // server replies status Arg
-	WhatHeal                    // the fault phase ended
-	WhatStall                   // a gateway request or a heartbeat stalls (Arg: for how long)
-	WhatLeaseLost               // server: a heartbeat found the lease lost; the action is cancelled
-	WhatCheck                   // reconciler: its look at the ledger went wrong (Arg: how)
-	WhatStoreRefused            // store: refused a write for good (Arg: the response's body bytes)
+	WhatSend         What = iota // client sends attempt Arg to server Arg2
+	WhatLost                     // a message was lost (Arg: 0 request, 1 response)
+	WhatAnswer                   // client receives status Arg
+	WhatDone                     // client has its definitive answer, status Arg
+	WhatRefused                  // client's connection refused (server down)
+	WhatTimeout                  // client's attempt Arg timed out
+	WhatDecision                 // server: the core decided Arg (core.DecisionKind) for event Arg2 (core.EventKind)
+	WhatStoreError               // server: a store call failed (Arg: event kind)
+	WhatWrite                    // store: a write applied (Arg: core.WriteKind, Arg2: new status); Token = new token
+	WhatFaultAfter               // store: the write applied, then the caller was told it failed
+	WhatCharge                   // gateway: charged (Arg: amount)
+	WhatDecline                  // gateway: declined the card
+	WhatDeadline                 // gateway: refused a request that arrived after its deadline
+	WhatGatewayCall              // server: calls the gateway for attempt Token
+	WhatActionEnded              // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown)
+	WhatCrash                    // server crashed
+	WhatRestart                  // server restarted
+	WhatPause                    // server paused for Arg ns
+	WhatReply                    // server replies status Arg
+	WhatHeal                     // the fault phase ended
+	WhatStall                    // a gateway request or a heartbeat stalls (Arg: for how long)
+	WhatLeaseLost                // server: a heartbeat found the lease lost; the action is cancelled
+	WhatCheck                    // reconciler: its look at the ledger went wrong (Arg: how)
+	WhatStoreRefused             // store: refused a write for good (Arg: the response's body bytes)
 	whatCount
 )
 
