@@ -1,0 +1,118 @@
+package mutants
+
+// execMutants plant bugs in the executor and the workers (the root package).
+var execMutants = []Mutant{
+	// ---- executor (root package) ---------------------------------------
+	{
+		ID: "exec-error-recorded-as-fail", File: "flow.go",
+		Old:    "\tf.event.ErrorCode = unknownCode(err)\n\tf.finalErr = newError(ErrOutcomeUnknown, err, f.policy.RetryAfter)",
+		New:    "\tf.event.Kind, f.event.ErrorCode = core.EventFail, unknownCode(err)\n\tf.finalErr = newError(ErrOutcomeUnknown, err, f.policy.RetryAfter)",
+		Desc:   "an action's plain error (timeout, lost connection) is recorded as Fail (did not execute)",
+		Breaks: "§5 rule \"a plain error, panic or timeout is unknown\"; §6.1 at most once",
+	},
+	{
+		ID: "exec-5xx-recorded-as-fail", File: "flow.go",
+		Old:    "\tif err == nil {\n\t\tf.event.Kind, f.event.Response = core.EventComplete, resp\n\t\treturn\n\t}",
+		New:    "\tif err == nil && resp.StatusCode >= 500 {\n\t\tf.event.Kind = core.EventFail\n\t\tf.finalErr = newError(ErrNotExecuted, nil, 0)\n\t\treturn\n\t}\n\tif err == nil {\n\t\tf.event.Kind, f.event.Response = core.EventComplete, resp\n\t\treturn\n\t}",
+		Desc:   "an action's 5xx response, returned without an error, is recorded as not executed",
+		Breaks: "§5 rule \"a business outcome is a completion\"; §6.1 at most once, §6.2",
+	},
+	{
+		ID: "exec-replay-drops-headers", File: "flow.go",
+		Old:    "\treturn Result{Kind: ResultReplayed, Response: a.Record.Response.Clone(), Token: a.Record.Token, Recorded: true}",
+		New:    "\treturn Result{Kind: ResultReplayed, Response: Response{StatusCode: a.Record.Response.StatusCode, Body: a.Record.Response.Body, SchemaVersion: a.Record.Response.SchemaVersion}, Token: a.Record.Token, Recorded: true}",
+		Desc:   "a replay drops the stored headers",
+		Breaks: "§5 Reserve completed \"replay the stored response exactly\"; §6.2 replay fidelity",
+	},
+	{
+		ID: "exec-mismatch-replays", File: "flow.go",
+		Old:    "\t\tf.done(Result{}, newError(ErrKeyMisuse, nil, 0))",
+		New:    "\t\tf.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Recorded: true}, nil)",
+		Desc:   "a Mismatch is answered with the stored response",
+		Breaks: "§5 Mismatch (422); §6.3 no cross-payload (never sees the stored response)",
+	},
+	{
+		ID: "exec-recorded-always-true", File: "flow.go",
+		Old:    "\t\tr.Recorded = k == core.DecisionCompleted || k == core.DecisionAcknowledged",
+		New:    "\t\tr.Recorded = k != core.DecisionStale",
+		Desc:   "Result.Recorded is true when the Complete found a Conflict",
+		Breaks: "Result.Recorded contract (issue 11 §3)",
+	},
+	{
+		ID: "exec-attempt-deadline-past-lease", File: "flow.go",
+		Old:    "\t\tf.attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy:",
+		New:    "\t\tf.attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil.Add(f.policy.LeaseDuration), policy:",
+		Desc:   "the attempt's downstream deadline is one lease past the record's lease end",
+		Breaks: "Check contract (no request of the attempt lands after locked_until); §6.1 at most once",
+	},
+	{
+		ID: "exec-inflight-answer-swapped", File: "flow.go",
+		Old:    "\tif f.policy.InFlightAnswer == core.InFlightAccepted {",
+		New:    "\tif f.policy.InFlightAnswer != core.InFlightAccepted {",
+		Desc:   "the in-flight answers are swapped: 409 by policy answers 202 and the reverse",
+		Breaks: "§5 Reserve in_progress \"409, or 202 + Retry-After by policy\"",
+	},
+	{
+		ID: "exec-conflict-keeps-lease", File: "heartbeat.go",
+		Old:    "\treturn err != nil || a.Transition.Decision.Kind == core.DecisionExtended\n",
+		New:    "\treturn err != nil || a.Transition.Decision.Kind != core.DecisionStale\n",
+		Desc:   "a heartbeat that finds the record no longer in progress (Conflict) still holds the lease",
+		Breaks: "§5 rule \"an attempt that loses its lease is told at once\"; Heartbeat row",
+	},
+	{
+		ID: "exec-beat-never-cancels", File: "heartbeat.go",
+		Old:    "\t\th.lost(ErrLeaseLost) // taken over, or no longer in progress: for good\n",
+		New:    "\t\th.on = false\n",
+		Desc:   "Do's heartbeat stops on a lost lease without cancelling the action",
+		Breaks: "§5 rule \"an attempt that loses its lease is told at once: its context is cancelled\"",
+	},
+	{
+		ID: "exec-beat-loses-extension", File: "heartbeat.go",
+		Old:    "\t\th.leaseEnd, h.lastErr = sent.Add(h.applied.Record.LockedUntil.Sub(h.applied.Now)), nil\n",
+		New:    "\t\th.lastErr, _ = nil, sent\n",
+		Desc:   "Do's heartbeat forgets the extension it got: after a store error past the first lease end the action is cancelled",
+		Breaks: "§5 Heartbeat (lost heartbeat extension on the host)",
+	},
+	{
+		ID: "exec-do-reserve-error-succeeds", File: "executor.go",
+		Old:    "\t\t\tif err != nil && f.event.Kind == core.EventReserve && ctx.Err() != nil {",
+		New:    "\t\t\tif err != nil && f.event.Kind == core.EventReserve {",
+		Desc:   "Do answers a store failure during Reserve with ctx.Err(), an empty success when the caller is still there",
+		Breaks: "§5 rule \"store unavailable → 503\"; §6.7 fail closed",
+	},
+	{
+		ID: "exec-outcome-on-caller-ctx", File: "executor.go",
+		Old:    "\t\t\tapplyCtx = oc\n",
+		New:    "",
+		Desc:   "Do writes the outcome on the caller's context: a client that disconnects turns a charge into an unknown",
+		Breaks: "executor contract (the outcome is written detached from ctx); §6.6 clients converge",
+	},
+	{
+		ID: "exec-check-error-not-executed", File: "workers.go",
+		Old:    "\t\t\treturn stillUnknown(rec, codeCheckFailed)\n",
+		New:    "\t\t\treturn core.Event{Kind: core.EventResolve, Token: rec.Token, Verdict: core.VerdictNotExecuted}\n",
+		Desc:   "the reconciler takes a Check that errs for \"not executed\"",
+		Breaks: "§5 Resolve (an error counts as still unknown); §6.1 at most once",
+	},
+	{
+		ID: "exec-check-without-lease", File: "workers.go",
+		Old:    "\treturn r.check(ctx, *rec)\n",
+		New:    "\tnolease := *rec\n\tnolease.LockedUntil = time.Time{}\n\treturn r.check(ctx, nolease)\n",
+		Desc:   "the reconciler hides locked_until from the Check, which then never waits for the lease to end",
+		Breaks: "Check contract (\"not executed\" only after locked_until); §6.1 at most once",
+	},
+	{
+		ID: "exec-zombie-counts-markunknown", File: "metrics.go",
+		Old:    "\t\tif ev != core.EventMarkUnknown {\n",
+		New:    "\t\tif ev != core.EventHeartbeat {\n",
+		Desc:   "zombie_key also counts the owner's own MarkUnknown",
+		Breaks: "§7 api.idempotency.zombie_key.count (issue 11 §3)",
+	},
+	{
+		ID: "exec-failed-retry-counted-created", File: "metrics.go",
+		Old:    "\t\tif before == core.StatusFailedRetryable {",
+		New:    "\t\tif before == core.StatusUnknown {",
+		Desc:   "a failed_retryable key executing again is counted as created (counting the wrong counter)",
+		Breaks: "§7 api.idempotency.reserve.failed_retry.count",
+	},
+}
