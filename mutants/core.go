@@ -346,4 +346,40 @@ var coreMutants = []Mutant{
 		Desc:   "Validate accepts a TTL far over the 72 h cap",
 		Breaks: "§5 policy \"TTL 24 h, capped at 72 h\"; §6.8 (validated policy)",
 	},
+	// ---- core: issue 20 (scope and error code refusals) ------------------
+	{
+		ID: "core-step-scope-unchecked", File: "core/step.go",
+		Old:    "\tif err := rec.Scope.Validate(keyBytesMax); err != nil {\n\t\treturn Transition{}, err\n\t}\n",
+		New:    "\t_ = keyBytesMax\n",
+		Desc:   "Step no longer refuses a scope that is not one (a 5-byte key, a key with a space at an end): only hosts that validate first refuse it",
+		Breaks: "§5 rule \"Step refuses a scope that is not one\"; §6.8 bad input is an error value",
+	},
+	{
+		ID: "core-step-key-limit-policy-for-all", File: "core/step.go",
+		Old:    "\tkeyBytesMax := KeyBytesLimit\n\tif ev.Kind == EventReserve {\n\t\tkeyBytesMax = p.KeyBytesMax\n\t}\n",
+		New:    "\tkeyBytesMax := p.KeyBytesMax\n",
+		Desc:   "every event is held to the policy's KeyBytesMax: records made under a laxer policy can no longer be swept or settled",
+		Breaks: "§5 Sweep and Resolve on existing records; §6.5 no zombie",
+	},
+	{
+		ID: "core-errcode-limit-off-by-one", File: "core/event.go",
+		Old:    "\tif len(code) > ErrorCodeBytesMax {\n",
+		New:    "\tif len(code) >= ErrorCodeBytesMax {\n",
+		Desc:   "an error code of exactly ErrorCodeBytesMax bytes is refused",
+		Breaks: "§3-style limit at its value; §6.8",
+	},
+	{
+		ID: "core-errcode-any-byte", File: "core/event.go",
+		Old:    "\t\tif !isTokenByte(code[i]) {\n",
+		New:    "\t\tif code[i] == 0 {\n",
+		Desc:   "an error code may hold any byte but NUL (spaces, CR LF, invalid UTF-8): a store that cannot keep it jams the key",
+		Breaks: "§5 rule \"what the core accepts, every driver stores byte for byte\"",
+	},
+	{
+		ID: "core-errcode-resolve-unchecked", File: "core/event.go",
+		Old:    "\tcase EventResolve:\n\t\treturn ev.Verdict == VerdictStillUnknown\n",
+		New:    "\tcase EventResolve:\n\t\treturn false\n",
+		Desc:   "a still-unknown Resolve's error code is not checked",
+		Breaks: "§5 rule \"what the core accepts, every driver stores byte for byte\"",
+	},
 }
