@@ -3,14 +3,17 @@ package pgxstore
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
 )
@@ -247,4 +250,106 @@ func TestConfiguration(t *testing.T) {
 			}
 		}
 	})
+}
+
+// deadPort is a local TCP port where nothing listens (one just closed).
+func deadPort(t *testing.T) uint16 {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint16(l.Addr().(*net.TCPAddr).Port)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// TestUnreachableIsNotAmbiguous: when the pool cannot connect (the dial is
+// refused), no statement was sent: every method fails with ErrNotSent, an
+// outage (the executor fails closed, 503) but never ErrAmbiguous, and the
+// error names the driver once.
+func TestUnreachableIsNotAmbiguous(t *testing.T) {
+	db := newTestDB(t)
+	db.newStore(t, Options{}) // the table
+	ctx := context.Background()
+	cfg := db.pool.Config().Copy()
+	var down atomic.Bool
+	port := deadPort(t)
+	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+		if down.Load() {
+			cc.Host, cc.Port, cc.Fallbacks = "127.0.0.1", port, nil
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := New(ctx, pool, Options{Schema: db.schema, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := reserved(t, s, testScope("unreachable"))
+	down.Store(true)
+	pool.Reset() // every new connection dials the dead port
+	p := core.DefaultPolicy()
+	_, loadErr := s.Load(ctx, rec.Scope)
+	_, dueErr := s.Due(ctx, store.DueSweep, 10)
+	for what, err := range map[string]error{
+		"load":            loadErr,
+		"insert":          s.Insert(ctx, &rec),
+		"compare-and-set": s.CompareAndSet(ctx, &rec, rec.Version, rec.Token),
+		"delete":          s.Delete(ctx, rec.Scope, rec.Version, rec.Token),
+		"due":             dueErr,
+		"apply":           s.Apply(ctx, testScope("unreachable-new"), core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p, new(store.Applied)),
+	} {
+		if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRefused) {
+			t.Errorf("%s with the server unreachable: %v, want ErrNotSent (not ambiguous)", what, err)
+		}
+	}
+	logged := (&store.Error{Method: store.MethodDue, Err: dueErr}).Error()
+	if !strings.HasPrefix(logged, "idem/store: due: pgxstore: due: ") || strings.Count(logged, "pgxstore:") != 1 {
+		t.Errorf("a sweeper logs %q: want one prefix per layer (idem/store: due: pgxstore: due: <cause>)", logged)
+	}
+	ex, err := idem.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	_, err = ex.Do(ctx, idem.Request{Scope: testScope("unreachable-do"), Fingerprint: testFP}, func(context.Context, idem.Attempt) (idem.Response, error) {
+		runs++
+		return idem.Response{StatusCode: 200}, nil
+	})
+	if !errors.Is(err, idem.ErrStoreUnavailable) || runs != 0 {
+		t.Fatalf("Do with the server unreachable: %v (%d runs), want ErrStoreUnavailable and no run", err, runs)
+	}
+}
+
+// TestErrorsNameTheDriverOnce: whatever the class, an error says
+// "pgxstore: <statement>: <what happened>: <cause>" with one prefix.
+func TestErrorsNameTheDriverOnce(t *testing.T) {
+	ctx := context.Background()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, c := range []struct {
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{ctx, &pgconn.PgError{Code: codeQueryCanceled, Message: "canceling statement due to statement timeout"}, ErrAmbiguous},
+		{ctx, &pgconn.PgError{Code: "23514", Message: "violates check constraint"}, store.ErrRefused},
+		{ctx, &pgconn.PgError{Code: "22021", Message: "invalid byte sequence"}, store.ErrRefused},
+		{ctx, &pgconn.PgError{Code: codeUniqueViolation, ConstraintName: "records_pkey"}, store.ErrConflict},
+		{ctx, errors.New("unexpected EOF"), ErrAmbiguous},
+		{cancelled, errors.New("context canceled"), context.Canceled},
+	} {
+		err := classify(c.ctx, "due", c.err)
+		msg := err.Error()
+		if !errors.Is(err, c.want) || !strings.HasPrefix(msg, "pgxstore: due: ") || strings.Count(msg, "pgxstore:") != 1 {
+			t.Errorf("classify(%v): %q, want errors.Is %v and one prefix", c.err, msg, c.want)
+		}
+	}
 }

@@ -155,7 +155,7 @@ type headerValue string
 // column's CHECK refuses) is an error, never an empty value.
 func (v *headerValue) ScanBytes(b []byte) error {
 	if b == nil {
-		return fmt.Errorf("pgxstore: a NULL header value: %w", core.ErrInvalidRecord)
+		return fmt.Errorf("a NULL header value: %w", core.ErrInvalidRecord) // named by classify
 	}
 	*v = headerValue(b)
 	return nil
