@@ -64,17 +64,6 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
-// render puts n's quoted names in place of the files' default ones. The
-// table name is the only identifier the files use (the sequence and the
-// indexes are named after it), and it only ever appears as a whole word.
-func render(sql string, n *names) string {
-	return idemRecordsWord.ReplaceAllStringFunc(sql, func(w string) string {
-		return pgx.Identifier{n.table + strings.TrimPrefix(w, defaultTable)}.Sanitize()
-	})
-}
-
-var idemRecordsWord = regexp.MustCompile(`\bidem_records[a-z_]*\b`)
-
 // Migrate creates or upgrades the schema of o (its Schema and Table) in the
 // database of pool. It is safe when many instances start at once: it holds a
 // transaction-level advisory lock, keyed by the table's name, while it reads
