@@ -30,18 +30,20 @@ func reserved(t *testing.T, s store.Store, sc core.Scope) core.Record {
 }
 
 // lockRow holds the row of sc locked in a transaction until the test ends,
-// so that a write to it blocks.
-func lockRow(t *testing.T, db *testDB, s *Store, sc core.Scope) {
+// or until the returned function releases it, so that a write to it blocks.
+func lockRow(t *testing.T, db *testDB, s *Store, sc core.Scope) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	release = func() { _ = tx.Rollback(context.Background()) }
+	t.Cleanup(release)
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.n.qualified+` WHERE `+scopeMatch+` FOR UPDATE`, sc.Tenant, sc.Principal, sc.UseCase, sc.Key); err != nil {
 		t.Fatal(err)
 	}
+	return release
 }
 
 func TestErrors(t *testing.T) {
@@ -79,52 +81,47 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("connection-lost-mid-write-is-ambiguous", func(t *testing.T) {
+		// The write runs on a connection of its own, whose backend alone
+		// the test terminates (by its PID and name): another write blocked
+		// on the same row, as another test run's or another service's
+		// would be, must come through.
 		sc := testScope("err-killed")
 		rec := reserved(t, s, sc)
-		lockRow(t, db, s, sc)
+		release := lockRow(t, db, s, sc)
+		victim, pid := db.soloStore(t, "victim")
 		next := rec
 		next.Version++
-		done := make(chan error, 1)
-		go func() { done <- s.CompareAndSet(ctx, &next, rec.Version, rec.Token) }()
-		// Kill the backend of the blocked write once it is waiting on the lock.
-		for {
-			var n int
-			err := db.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND query LIKE 'WITH up AS (UPDATE%'`).Scan(&n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				break
-			}
+		killed, bystander := make(chan error, 1), make(chan error, 1)
+		go func() { killed <- victim.CompareAndSet(ctx, &next, rec.Version, rec.Token) }()
+		go func() { bystander <- s.CompareAndSet(ctx, &next, rec.Version, rec.Token) }()
+		for !db.waitingOnLock(t, pid) || db.lockWaiters(t) < 2 {
 			select {
-			case err := <-done:
+			case err := <-killed:
 				t.Fatalf("the write returned before it was killed: %v", err)
 			default:
 			}
 		}
-		err := <-done
+		db.terminate(t, pid, "victim")
+		err := <-killed
 		if err == nil || !errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) {
 			t.Fatalf("write on a killed connection: %v, want ErrAmbiguous, never ErrConflict or success", err)
+		}
+		release()
+		if err := <-bystander; err != nil {
+			t.Fatalf("the other write blocked on the row: %v, want it to come through (only the test's own backend is terminated)", err)
 		}
 	})
 	t.Run("cancelled-context-is-a-context-error", func(t *testing.T) {
 		sc := testScope("err-cancel")
 		rec := reserved(t, s, sc)
 		lockRow(t, db, s, sc)
+		solo, pid := db.soloStore(t, "cancelled")
 		cctx, cancel := context.WithCancel(ctx)
 		next := rec
 		next.Version++
 		done := make(chan error, 1)
-		go func() { done <- s.CompareAndSet(cctx, &next, rec.Version, rec.Token) }()
-		for {
-			var n int
-			if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH up AS (UPDATE%'`).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				break
-			}
+		go func() { done <- solo.CompareAndSet(cctx, &next, rec.Version, rec.Token) }()
+		for !db.waitingOnLock(t, pid) {
 		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, ErrAmbiguous) {
