@@ -109,7 +109,20 @@ func TestMigrationHeaderValuesToBytes(t *testing.T) {
 	if err := s.CompareAndSet(ctx, &obs, 1, obs.Token); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrateDown(ctx, db, o, 3); !errors.As(err, &pe) || pe.Code != "22021" {
+	var encoding string
+	if err := db.pool.QueryRow(ctx, `SELECT current_setting('server_encoding')`).Scan(&encoding); err != nil {
+		t.Fatal(err)
+	}
+	if encoding == "SQL_ASCII" {
+		// Text there holds any byte but NUL: down keeps the value, up
+		// brings it back.
+		if err := migrateDown(ctx, db, o, 3); err != nil {
+			t.Fatalf("down migration in a SQL_ASCII database: %v", err)
+		}
+		if err := Migrate(ctx, db.pool, o); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := migrateDown(ctx, db, o, 3); !errors.As(err, &pe) || pe.Code != "22021" {
 		t.Fatalf("down migration over a value that is not UTF-8: %v, want SQLSTATE 22021", err)
 	}
 	loadsAll("after the refused down migration")

@@ -1,9 +1,11 @@
--- Back to version 2: header values as text[]. A stored value that is not
--- valid UTF-8 cannot be text: the conversion then refuses (SQLSTATE 22021)
--- and nothing changes, rather than lose the bytes. Delete those records (or
--- let them expire) before going back.
-CREATE FUNCTION pg_temp.idem_bytes_to_text(v bytea[]) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT AS $$
-  SELECT COALESCE(array_agg(convert_from(e, 'UTF8') ORDER BY i), '{}') FROM unnest(v) WITH ORDINALITY AS u(e, i)
+-- Back to version 2: header values as text[], the inverse of 0003's
+-- conversion. A stored value that is not valid UTF-8 (in a SQL_ASCII
+-- database: that holds a NUL) cannot be text: the conversion then refuses
+-- (SQLSTATE 22021) and nothing changes, rather than lose the bytes. Delete
+-- those records (or let them expire) before going back.
+CREATE FUNCTION pg_temp.idem_bytes_to_text(v bytea[]) RETURNS text[] LANGUAGE sql STABLE STRICT AS $$
+  SELECT COALESCE(array_agg(convert_from(e, CASE current_setting('server_encoding') WHEN 'SQL_ASCII' THEN 'SQL_ASCII' ELSE 'UTF8' END)
+    ORDER BY i), '{}') FROM unnest(v) WITH ORDINALITY AS u(e, i)
 $$;
 
 DROP FUNCTION idem_records_load(text, text, text, text);

@@ -8,11 +8,14 @@
 -- ASCII, the other scope parts UTF-8 without control characters, the
 -- status one of five names.
 --
--- Existing rows keep their values: each becomes the UTF-8 bytes of its text,
--- the bytes the driver sent and read back (pgx speaks UTF-8). ALTER ... USING
--- takes no subquery, so a function of this session converts each array.
-CREATE FUNCTION pg_temp.idem_text_to_bytes(v text[]) RETURNS bytea[] LANGUAGE sql IMMUTABLE STRICT AS $$
-  SELECT COALESCE(array_agg(convert_to(e, 'UTF8') ORDER BY i), '{}') FROM unnest(v) WITH ORDINALITY AS u(e, i)
+-- Existing rows keep their values: each becomes the bytes the driver sent
+-- and read back. pgx speaks UTF-8, so that is the text in UTF-8, except in
+-- a SQL_ASCII database, which converts nothing and may hold any bytes: there
+-- it is the bytes as stored. ALTER ... USING takes no subquery, so a
+-- function of this session converts each array.
+CREATE FUNCTION pg_temp.idem_text_to_bytes(v text[]) RETURNS bytea[] LANGUAGE sql STABLE STRICT AS $$
+  SELECT COALESCE(array_agg(convert_to(e, CASE current_setting('server_encoding') WHEN 'SQL_ASCII' THEN 'SQL_ASCII' ELSE 'UTF8' END)
+    ORDER BY i), '{}') FROM unnest(v) WITH ORDINALITY AS u(e, i)
 $$;
 
 -- The functions return the column's type: recreated below.
