@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/store"
@@ -34,6 +35,12 @@ func chaosConfig(t *testing.T, o Options, faults time.Duration) chaos.Config {
 // one, with a server restart): every invariant must hold.
 func TestChaosShort(t *testing.T) {
 	cfg := chaosConfig(t, Options{DueClaim: time.Second}, 4*time.Second)
+	// Bystanders: a connection named as every run's used to be, and one
+	// named as another run's would be. The fault loop must leave both alone.
+	var bystanders []*pgx.Conn
+	for _, name := range []string{"idem-chaos", chaos.AppNamePrefix + "0-bystander"} {
+		bystanders = append(bystanders, bystander(t, name))
+	}
 	rep, err := chaos.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +49,30 @@ func TestChaosShort(t *testing.T) {
 	if len(rep.Violations) > 0 {
 		t.Fatalf("%d violations (seed %d)", len(rep.Violations), cfg.Seed)
 	}
+	if rep.Kills == 0 {
+		t.Fatal("the fault loop terminated no backend of its own: the run tested nothing")
+	}
+	for _, c := range bystanders {
+		if err := c.Ping(context.Background()); err != nil {
+			t.Errorf("bystander %q: %v: the run terminated a backend it did not open", c.Config().RuntimeParams["application_name"], err)
+		}
+	}
+}
+
+// bystander is a connection to the test server named name, closed at the end.
+func bystander(t *testing.T, name string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["application_name"] = name
+	c, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
 }
 
 // TestChaosCatchesUnfencedCompletion proves the harness can fail: a driver

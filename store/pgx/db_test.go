@@ -57,6 +57,13 @@ func newTestDBConns(t testing.TB, maxConns int32) *testDB {
 	if err != nil {
 		t.Fatalf("IDEM_PG_DSN: %v", err)
 	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "idem_test_" + hex.EncodeToString(b[:])
+	// The test's connections carry its schema's name, unique to this test
+	// of this run: a test terminates or watches only backends of its own
+	// (soloStore), never those of another run or another service.
+	cfg.ConnConfig.RuntimeParams["application_name"] = schema
 	trips := new(roundTrips)
 	cfg.ConnConfig.Tracer = trips
 	cfg.MaxConns = maxConns
@@ -76,9 +83,7 @@ func newTestDBConns(t testing.TB, maxConns int32) *testDB {
 		})
 		t.SkipNow()
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	db := &testDB{pool: pool, schema: "idem_test_" + hex.EncodeToString(b[:]), trips: trips}
+	db := &testDB{pool: pool, schema: schema, trips: trips}
 	t.Cleanup(func() {
 		_, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{db.schema}.Sanitize()+" CASCADE")
 		pool.Close()
@@ -103,4 +108,66 @@ func (db *testDB) newStore(t testing.TB, o Options) *Store {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// soloStore is a Store over a pool of one connection of its own, under an
+// application_name of its own, and the PID of that connection's backend:
+// the one backend a test may terminate, or watch wait on a lock.
+func (db *testDB) soloStore(t *testing.T, name string) (*Store, uint32) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := db.pool.Config().Copy()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	cfg.ConnConfig.RuntimeParams["application_name"] = db.schema + "-" + name
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := conn.Conn().PgConn().PID()
+	conn.Release()
+	s, err := New(ctx, pool, Options{Schema: db.schema, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pid
+}
+
+// waitingOnLock reports whether backend pid waits on a lock.
+func (db *testDB) waitingOnLock(t *testing.T, pid uint32) bool {
+	t.Helper()
+	var waiting bool
+	err := db.pool.QueryRow(context.Background(), `SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, int32(pid)).Scan(&waiting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waiting
+}
+
+// lockWaiters counts the backends of this test's pools that wait on a lock.
+func (db *testDB) lockWaiters(t *testing.T) int {
+	t.Helper()
+	var n int
+	err := db.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE wait_event_type = 'Lock' AND (application_name = $1 OR starts_with(application_name, $1 || '-'))`, db.schema).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// terminate ends backend pid of a soloStore's pool, named as the test named
+// it (a PID the server has since given to another client is left alone).
+func (db *testDB) terminate(t *testing.T, pid uint32, name string) {
+	t.Helper()
+	var n int
+	err := db.pool.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE pid = $1 AND application_name = $2`, int32(pid), db.schema+"-"+name).Scan(&n)
+	if err != nil || n != 1 {
+		t.Fatalf("terminating backend %d: %d terminated (%v)", pid, n, err)
+	}
 }

@@ -3,14 +3,17 @@ package pgxstore
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
 )
@@ -27,18 +30,20 @@ func reserved(t *testing.T, s store.Store, sc core.Scope) core.Record {
 }
 
 // lockRow holds the row of sc locked in a transaction until the test ends,
-// so that a write to it blocks.
-func lockRow(t *testing.T, db *testDB, s *Store, sc core.Scope) {
+// or until the returned function releases it, so that a write to it blocks.
+func lockRow(t *testing.T, db *testDB, s *Store, sc core.Scope) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	release = func() { _ = tx.Rollback(context.Background()) }
+	t.Cleanup(release)
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.n.qualified+` WHERE `+scopeMatch+` FOR UPDATE`, sc.Tenant, sc.Principal, sc.UseCase, sc.Key); err != nil {
 		t.Fatal(err)
 	}
+	return release
 }
 
 func TestErrors(t *testing.T) {
@@ -76,52 +81,47 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("connection-lost-mid-write-is-ambiguous", func(t *testing.T) {
+		// The write runs on a connection of its own, whose backend alone
+		// the test terminates (by its PID and name): another write blocked
+		// on the same row, as another test run's or another service's
+		// would be, must come through.
 		sc := testScope("err-killed")
 		rec := reserved(t, s, sc)
-		lockRow(t, db, s, sc)
+		release := lockRow(t, db, s, sc)
+		victim, pid := db.soloStore(t, "victim")
 		next := rec
 		next.Version++
-		done := make(chan error, 1)
-		go func() { done <- s.CompareAndSet(ctx, &next, rec.Version, rec.Token) }()
-		// Kill the backend of the blocked write once it is waiting on the lock.
-		for {
-			var n int
-			err := db.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND query LIKE 'WITH up AS (UPDATE%'`).Scan(&n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				break
-			}
+		killed, bystander := make(chan error, 1), make(chan error, 1)
+		go func() { killed <- victim.CompareAndSet(ctx, &next, rec.Version, rec.Token) }()
+		go func() { bystander <- s.CompareAndSet(ctx, &next, rec.Version, rec.Token) }()
+		for !db.waitingOnLock(t, pid) || db.lockWaiters(t) < 2 {
 			select {
-			case err := <-done:
+			case err := <-killed:
 				t.Fatalf("the write returned before it was killed: %v", err)
 			default:
 			}
 		}
-		err := <-done
+		db.terminate(t, pid, "victim")
+		err := <-killed
 		if err == nil || !errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) {
 			t.Fatalf("write on a killed connection: %v, want ErrAmbiguous, never ErrConflict or success", err)
+		}
+		release()
+		if err := <-bystander; err != nil {
+			t.Fatalf("the other write blocked on the row: %v, want it to come through (only the test's own backend is terminated)", err)
 		}
 	})
 	t.Run("cancelled-context-is-a-context-error", func(t *testing.T) {
 		sc := testScope("err-cancel")
 		rec := reserved(t, s, sc)
 		lockRow(t, db, s, sc)
+		solo, pid := db.soloStore(t, "cancelled")
 		cctx, cancel := context.WithCancel(ctx)
 		next := rec
 		next.Version++
 		done := make(chan error, 1)
-		go func() { done <- s.CompareAndSet(cctx, &next, rec.Version, rec.Token) }()
-		for {
-			var n int
-			if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH up AS (UPDATE%'`).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				break
-			}
+		go func() { done <- solo.CompareAndSet(cctx, &next, rec.Version, rec.Token) }()
+		for !db.waitingOnLock(t, pid) {
 		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, ErrAmbiguous) {
@@ -247,4 +247,106 @@ func TestConfiguration(t *testing.T) {
 			}
 		}
 	})
+}
+
+// deadPort is a local TCP port where nothing listens (one just closed).
+func deadPort(t *testing.T) uint16 {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint16(l.Addr().(*net.TCPAddr).Port)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// TestUnreachableIsNotAmbiguous: when the pool cannot connect (the dial is
+// refused), no statement was sent: every method fails with ErrNotSent, an
+// outage (the executor fails closed, 503) but never ErrAmbiguous, and the
+// error names the driver once.
+func TestUnreachableIsNotAmbiguous(t *testing.T) {
+	db := newTestDB(t)
+	db.newStore(t, Options{}) // the table
+	ctx := context.Background()
+	cfg := db.pool.Config().Copy()
+	var down atomic.Bool
+	port := deadPort(t)
+	cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+		if down.Load() {
+			cc.Host, cc.Port, cc.Fallbacks = "127.0.0.1", port, nil
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := New(ctx, pool, Options{Schema: db.schema, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := reserved(t, s, testScope("unreachable"))
+	down.Store(true)
+	pool.Reset() // every new connection dials the dead port
+	p := core.DefaultPolicy()
+	_, loadErr := s.Load(ctx, rec.Scope)
+	_, dueErr := s.Due(ctx, store.DueSweep, 10)
+	for what, err := range map[string]error{
+		"load":            loadErr,
+		"insert":          s.Insert(ctx, &rec),
+		"compare-and-set": s.CompareAndSet(ctx, &rec, rec.Version, rec.Token),
+		"delete":          s.Delete(ctx, rec.Scope, rec.Version, rec.Token),
+		"due":             dueErr,
+		"apply":           s.Apply(ctx, testScope("unreachable-new"), core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p, new(store.Applied)),
+	} {
+		if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRefused) {
+			t.Errorf("%s with the server unreachable: %v, want ErrNotSent (not ambiguous)", what, err)
+		}
+	}
+	logged := (&store.Error{Method: store.MethodDue, Err: dueErr}).Error()
+	if !strings.HasPrefix(logged, "idem/store: due: pgxstore: due: ") || strings.Count(logged, "pgxstore:") != 1 {
+		t.Errorf("a sweeper logs %q: want one prefix per layer (idem/store: due: pgxstore: due: <cause>)", logged)
+	}
+	ex, err := idem.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	_, err = ex.Do(ctx, idem.Request{Scope: testScope("unreachable-do"), Fingerprint: testFP}, func(context.Context, idem.Attempt) (idem.Response, error) {
+		runs++
+		return idem.Response{StatusCode: 200}, nil
+	})
+	if !errors.Is(err, idem.ErrStoreUnavailable) || runs != 0 {
+		t.Fatalf("Do with the server unreachable: %v (%d runs), want ErrStoreUnavailable and no run", err, runs)
+	}
+}
+
+// TestErrorsNameTheDriverOnce: whatever the class, an error says
+// "pgxstore: <statement>: <what happened>: <cause>" with one prefix.
+func TestErrorsNameTheDriverOnce(t *testing.T) {
+	ctx := context.Background()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, c := range []struct {
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{ctx, &pgconn.PgError{Code: codeQueryCanceled, Message: "canceling statement due to statement timeout"}, ErrAmbiguous},
+		{ctx, &pgconn.PgError{Code: "23514", Message: "violates check constraint"}, store.ErrRefused},
+		{ctx, &pgconn.PgError{Code: "22021", Message: "invalid byte sequence"}, store.ErrRefused},
+		{ctx, &pgconn.PgError{Code: codeUniqueViolation, ConstraintName: "records_pkey"}, store.ErrConflict},
+		{ctx, errors.New("unexpected EOF"), ErrAmbiguous},
+		{cancelled, errors.New("context canceled"), context.Canceled},
+	} {
+		err := classify(c.ctx, "due", c.err)
+		msg := err.Error()
+		if !errors.Is(err, c.want) || !strings.HasPrefix(msg, "pgxstore: due: ") || strings.Count(msg, "pgxstore:") != 1 {
+			t.Errorf("classify(%v): %q, want errors.Is %v and one prefix", c.err, msg, c.want)
+		}
+	}
 }

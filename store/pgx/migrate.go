@@ -27,7 +27,7 @@ var Migrations embed.FS
 // SchemaVersion is the version of the schema this package needs: the number
 // of the last migration. Each migration records it in the table's comment,
 // so that New can tell a missing or old schema whoever migrated it.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // defaultTable is the table name the migration files use.
 const defaultTable = "idem_records"
@@ -64,22 +64,17 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
-// render puts n's quoted names in place of the files' default ones. The
-// table name is the only identifier the files use (the sequence and the
-// indexes are named after it), and it only ever appears as a whole word.
-func render(sql string, n *names) string {
-	return idemRecordsWord.ReplaceAllStringFunc(sql, func(w string) string {
-		return pgx.Identifier{n.table + strings.TrimPrefix(w, defaultTable)}.Sanitize()
-	})
-}
-
-var idemRecordsWord = regexp.MustCompile(`\bidem_records[a-z_]*\b`)
-
 // Migrate creates or upgrades the schema of o (its Schema and Table) in the
 // database of pool. It is safe when many instances start at once: it holds a
 // transaction-level advisory lock, keyed by the table's name, while it reads
 // the version and applies what is missing, all in one transaction.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, o Options) error {
+	return migrateTo(ctx, pool, o, SchemaVersion)
+}
+
+// migrateTo is Migrate up to version target (a test builds an older
+// schema with it, to migrate from).
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, o Options, target int) error {
 	n, err := o.names()
 	if err != nil {
 		return err
@@ -114,7 +109,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, o Options) error {
 		return fmt.Errorf("pgxstore: migrate: %s is at schema version %d, newer than this package's %d: upgrade github.com/idemkit/idem", n.qualified, have, SchemaVersion)
 	}
 	for _, m := range ms {
-		if m.version <= have {
+		if m.version <= have || m.version > target {
 			continue
 		}
 		if _, err := tx.Exec(ctx, render(m.up, n)); err != nil {

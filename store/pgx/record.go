@@ -18,7 +18,8 @@ type row struct {
 	fingerprint                   []byte
 	token, version                pgtype.Int8
 	respStatus                    pgtype.Int4
-	headerNames, headerValues     []string
+	headerNames                   []string
+	headerValues                  pgtype.FlatArray[headerValue]
 	body                          []byte
 	schemaVersion                 pgtype.Int8
 	lastError                     pgtype.Text
@@ -64,7 +65,7 @@ func (r *row) record(rec *core.Record) error {
 	if len(r.headerNames) > 0 {
 		rec.Response.Headers = make([]core.Header, len(r.headerNames))
 		for i := range r.headerNames {
-			rec.Response.Headers[i] = core.Header{Name: r.headerNames[i], Value: r.headerValues[i]}
+			rec.Response.Headers[i] = core.Header{Name: r.headerNames[i], Value: string(r.headerValues[i])}
 		}
 	}
 	rec.Response.Body = r.body
@@ -135,13 +136,33 @@ func (w *write) args(a []any, token any) []any {
 	return append(a, int64(r.ReconcileAttempts))
 }
 
-func headerArrays(hs []core.Header) ([]string, []string) {
-	names, values := make([]string, len(hs)), make([]string, len(hs))
+func headerArrays(hs []core.Header) ([]string, pgtype.FlatArray[headerValue]) {
+	names, values := make([]string, len(hs)), make(pgtype.FlatArray[headerValue], len(hs))
 	for i, h := range hs {
-		names[i], values[i] = h.Name, h.Value
+		names[i], values[i] = h.Name, headerValue(h.Value)
 	}
 	return names, values
 }
+
+// headerValue is one element of the bytea[] column response_header_values
+// (migration 0003): a header value is bytes, not text (RFC 9110 obs-text
+// is not UTF-8), and it scans from the row's buffer straight into a string.
+// Arrays of it are pgtype.FlatArray, which pgx scans and encodes without
+// reflection.
+type headerValue string
+
+// ScanBytes implements pgtype.BytesScanner. A NULL element (which the
+// column's CHECK refuses) is an error, never an empty value.
+func (v *headerValue) ScanBytes(b []byte) error {
+	if b == nil {
+		return fmt.Errorf("a NULL header value: %w", core.ErrInvalidRecord) // named by classify
+	}
+	*v = headerValue(b)
+	return nil
+}
+
+// BytesValue implements pgtype.BytesValuer: never nil, which would be NULL.
+func (v headerValue) BytesValue() ([]byte, error) { return append([]byte{}, v...), nil }
 
 // sameRecord compares two records at the database's resolution (a
 // microsecond): what a statement wrote against what core.Step decided.

@@ -35,9 +35,6 @@ func recordValues(now string) string {
 		t(15), t(17), t(19), t(21), t(23))
 }
 
-// quoteLiteral is s as an SQL string literal (standard_conforming_strings).
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 // notifyIfWaited is the SQL of a boolean that is false, and that sends the
 // notification ($channel, $payload) on the way when the row's waiters flag
 // (as the statement sees the row it writes: after any concurrent write it

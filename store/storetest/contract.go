@@ -37,6 +37,7 @@ func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *confi
 	t.Run("deletes-keep-the-others", c.deletesKeepTheOthers)
 	t.Run("records-are-copies", c.recordsAreCopies)
 	t.Run("applied-responses-are-copies", c.appliedResponsesAreCopies)
+	t.Run("accepted-bytes", c.acceptedBytes)
 	t.Run("due", c.due)
 	t.Run("wait", c.wait)
 	t.Run("cancelled-context", c.cancelledContext)

@@ -110,7 +110,9 @@ func WithVisualizationDir(dir string) Option { return func(c *config) { c.visual
 //     (insert of an existing scope, compare-and-set on a stale version or
 //     token, delete of a deleted record, fresh tokens after a delete, Due in
 //     order and in batches, Wait, copies of responses, scopes sharing a key,
-//     an Applier's agreement with the load-step-write loop);
+//     an Applier's agreement with the load-step-write loop, and every byte
+//     the core accepts in a header, a body or an error code, written
+//     through each write path and loaded back byte for byte);
 //   - stress/store: goroutines calling Load, Insert, CompareAndSet and
 //     Delete on a few scopes, with some context deadlines, the history
 //     checked against linearizability.StoreModel;

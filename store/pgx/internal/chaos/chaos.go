@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem"
@@ -49,7 +50,10 @@ type Report struct {
 	Violations                                                      []string
 }
 
-const appName = "idem-chaos"
+// AppNamePrefix starts the application_name of a run's connections; the
+// rest is the seed and a random part, so that no two runs (nor anything
+// else on the server) share it.
+const AppNamePrefix = "idem-chaos-"
 
 // Run runs cfg and returns its report (and an error if it could not run).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -58,7 +62,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The fault loop terminates only backends this run opened: those of its
+	// own application_name whose PIDs it recorded as it connected (the
+	// pool's, and the store's listener, which connects with a copy of the
+	// same configuration).
+	appName := fmt.Sprintf("%s%d-%08x", AppNamePrefix, cfg.Seed, rand.Uint32())
 	pcfg.ConnConfig.RuntimeParams["application_name"] = appName
+	var pids backends
+	pcfg.ConnConfig.AfterConnect = func(_ context.Context, c *pgconn.PgConn) error {
+		pids.add(c.PID())
+		return nil
+	}
 	pcfg.MaxConns = int32(cfg.Clients + 8)
 	var timeoutMs atomic.Int64 // the statement timeout the fault loop wants now (0: none)
 	var connTimeouts sync.Map  // *pgx.Conn -> int64 it has
@@ -168,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		case 0:
 			var n int
 			_ = pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE application_name = $1 AND pid <> pg_backend_pid() AND random() < 0.3`, appName).Scan(&n)
+				WHERE application_name = $1 AND pid = ANY($2) AND pid <> pg_backend_pid() AND random() < 0.3`, appName, pids.list()).Scan(&n)
 			rep.Kills += n
 		case 1:
 			timeoutMs.Store(int64(1 + rng.IntN(3)))
@@ -348,6 +362,24 @@ func (a *answers) add(sc core.Scope, r idem.Response) {
 	a.mu.Lock()
 	a.by[sc] = append(a.by[sc], r.Clone())
 	a.mu.Unlock()
+}
+
+// backends are the PIDs of the connections a run opened.
+type backends struct {
+	mu   sync.Mutex
+	pids []int32
+}
+
+func (b *backends) add(pid uint32) {
+	b.mu.Lock()
+	b.pids = append(b.pids, int32(pid))
+	b.mu.Unlock()
+}
+
+func (b *backends) list() []int32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int32(nil), b.pids...)
 }
 
 func restartServer() error {
