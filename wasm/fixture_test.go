@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/big"
 	"os"
 	"strconv"
 	"testing"
@@ -141,11 +142,15 @@ var sentinelNames = []string{
 	"ErrInvalidPolicy", "ErrInvalidErrorCode",
 }
 
+// fxTime is t in Unix nanoseconds, as the Node host has it: Unix seconds
+// times 10^9 plus nanoseconds, which for a time outside int64 nanoseconds
+// (before 1678, after 2262) UnixNano cannot give.
 func fxTime(t time.Time) *string {
 	if t.IsZero() {
 		return nil
 	}
-	s := strconv.FormatInt(t.UnixNano(), 10)
+	n := new(big.Int).Mul(big.NewInt(t.Unix()), big.NewInt(1e9))
+	s := n.Add(n, big.NewInt(int64(t.Nanosecond()))).String()
 	return &s
 }
 
@@ -196,6 +201,14 @@ func fxEvent(e core.Event) fixtureEvent {
 	}
 }
 
+func fxResult(res core.Transition) *fixtureResult {
+	return &fixtureResult{
+		DecisionKind: uint8(res.Decision.Kind), DecisionToken: fxU64(uint64(res.Decision.Token)),
+		RetryAfter: fxI64(int64(res.Decision.RetryAfter)), WriteKind: uint8(res.Write.Kind),
+		ExpectVersion: fxU64(res.Write.ExpectVersion), ExpectToken: fxU64(uint64(res.Write.ExpectToken)),
+	}
+}
+
 // fixtureCaseOf steps c natively and records every step.
 func fixtureCaseOf(name string, c stepCase) fixtureCase {
 	fc := fixtureCase{Name: name, Policy: fxPolicy(c.Policy), Start: fxRecord(c.Start)}
@@ -206,18 +219,9 @@ func fixtureCaseOf(name string, c stepCase) fixtureCase {
 		res, err := core.Step(&cur, &e, &p)
 		s := fixtureStep{Event: fxEvent(ev), Record: fxRecord(cur)}
 		if err != nil {
-			code := abi.CodeOf(err)
-			name := "ErrUnidentified"
-			if int(code) < len(sentinelNames) {
-				name = sentinelNames[code]
-			}
-			s.Error = &fixtureError{Code: name, Message: err.Error()}
+			s.Error = &fixtureError{Code: codeName(abi.CodeOf(err)), Message: err.Error()}
 		} else {
-			s.Result = &fixtureResult{
-				DecisionKind: uint8(res.Decision.Kind), DecisionToken: fxU64(uint64(res.Decision.Token)),
-				RetryAfter: fxI64(int64(res.Decision.RetryAfter)), WriteKind: uint8(res.Write.Kind),
-				ExpectVersion: fxU64(res.Write.ExpectVersion), ExpectToken: fxU64(uint64(res.Write.ExpectToken)),
-			}
+			s.Result = fxResult(res)
 		}
 		fc.Steps = append(fc.Steps, s)
 	}

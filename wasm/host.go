@@ -255,13 +255,13 @@ func newInstance(ctx context.Context, mod api.Module) (*instance, error) {
 	}
 	inst := &instance{
 		mod:      mod,
-		mem:      mod.Memory(),
+		mem:      mod.ExportedMemory(abi.ExportMemory),
 		input:    mod.ExportedFunction(abi.ExportInput),
 		stepFunc: mod.ExportedFunction(abi.ExportStep),
 		stack:    make([]uint64, 1),
 	}
 	if inst.mem == nil || inst.input == nil || inst.stepFunc == nil {
-		return nil, fmt.Errorf("%w: the module claims ABI v%d but lacks %s, %s or its memory", ErrABIVersion, abi.Version, abi.ExportInput, abi.ExportStep)
+		return nil, fmt.Errorf("%w: the module claims ABI v%d but lacks the export %s, %s or %s", ErrABIVersion, abi.Version, abi.ExportInput, abi.ExportStep, abi.ExportMemory)
 	}
 	return inst, nil
 }
