@@ -22,7 +22,7 @@ var updateFixture = flag.Bool("update-fixture", false, "rewrite wasm/js/testdata
 const fixturePath = "js/testdata/steps.json"
 
 // TestNodeFixtureFresh regenerates the Node test's fixture: the golden
-// scenarios and 60 rapid cases, each step with what the native core.Step
+// scenarios, the extreme cases (extremeCases) and 60 rapid cases, each step with what the native core.Step
 // answered. It fails if the checked-in file differs, so that the Node test
 // always checks the JavaScript host against today's Go results; rerun with
 // -update-fixture after a change of the core.
@@ -78,9 +78,9 @@ type (
 		ReconcileBackoffCap  string `json:"reconcileBackoffCap"`
 		ReconcileAttemptsMax uint32 `json:"reconcileAttemptsMax"`
 		TombstoneRetention   string `json:"tombstoneRetention"`
-		KeyBytesMax          int    `json:"keyBytesMax"`
-		RequestBytesMax      int    `json:"requestBytesMax"`
-		ResponseBytesMax     int    `json:"responseBytesMax"`
+		KeyBytesMax          fxInt  `json:"keyBytesMax"`
+		RequestBytesMax      fxInt  `json:"requestBytesMax"`
+		ResponseBytesMax     fxInt  `json:"responseBytesMax"`
 	}
 	fixtureRecord struct {
 		Tenant            string          `json:"tenant"`
@@ -101,7 +101,7 @@ type (
 		ExpiresAt         *string         `json:"expiresAt"`
 	}
 	fixtureResponse struct {
-		StatusCode    int              `json:"statusCode"`
+		StatusCode    fxInt            `json:"statusCode"`
 		Headers       *[]fixtureHeader `json:"headers"`
 		Body          *string          `json:"body"`
 		SchemaVersion uint32           `json:"schemaVersion"`
@@ -154,11 +154,23 @@ func fxTime(t time.Time) *string {
 	return &s
 }
 
+// fxInt is an int of the core that JavaScript takes as a number: a JSON
+// number while it is a safe integer (|v| < 2^53), else a decimal string,
+// which the Node test reads as a bigint.
+type fxInt int64
+
+func (v fxInt) MarshalJSON() ([]byte, error) {
+	if v > -(1<<53) && v < 1<<53 {
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	}
+	return strconv.AppendQuote(nil, strconv.FormatInt(int64(v), 10)), nil
+}
+
 func fxU64(v uint64) string { return strconv.FormatUint(v, 10) }
 func fxI64(v int64) string  { return strconv.FormatInt(v, 10) }
 
 func fxResponse(r core.Response) fixtureResponse {
-	out := fixtureResponse{StatusCode: r.StatusCode, SchemaVersion: r.SchemaVersion}
+	out := fixtureResponse{StatusCode: fxInt(r.StatusCode), SchemaVersion: r.SchemaVersion}
 	if r.Headers != nil {
 		hs := make([]fixtureHeader, len(r.Headers))
 		for i, h := range r.Headers {
@@ -189,8 +201,8 @@ func fxPolicy(p core.Policy) fixturePolicy {
 		LeaseDuration: fxI64(int64(p.LeaseDuration)), TTL: fxI64(int64(p.TTL)), InFlightWait: fxI64(int64(p.InFlightWait)),
 		InFlightAnswer: uint8(p.InFlightAnswer), RetryAfter: fxI64(int64(p.RetryAfter)), Expiry: uint8(p.Expiry), Fail: uint8(p.Fail),
 		ReconcileBackoffBase: fxI64(int64(p.ReconcileBackoffBase)), ReconcileBackoffCap: fxI64(int64(p.ReconcileBackoffCap)),
-		ReconcileAttemptsMax: p.ReconcileAttemptsMax, TombstoneRetention: fxI64(int64(p.TombstoneRetention)), KeyBytesMax: p.KeyBytesMax, RequestBytesMax: p.RequestBytesMax,
-		ResponseBytesMax: p.ResponseBytesMax,
+		ReconcileAttemptsMax: p.ReconcileAttemptsMax, TombstoneRetention: fxI64(int64(p.TombstoneRetention)), KeyBytesMax: fxInt(p.KeyBytesMax), RequestBytesMax: fxInt(p.RequestBytesMax),
+		ResponseBytesMax: fxInt(p.ResponseBytesMax),
 	}
 }
 
@@ -267,6 +279,9 @@ func buildFixture() ([]byte, error) {
 			}
 		}
 		flush()
+	}
+	for _, x := range extremeCases() {
+		fx.Cases = append(fx.Cases, fixtureCaseOf("extreme "+x.name, x.c))
 	}
 	gen := genCase(genOptions{bodyBytesMax: 2 << 10, kind200: true})
 	for seed := 0; seed < 60; seed++ {

@@ -13,9 +13,11 @@ const big = (s) => BigInt(s);
 const time = (s) => (s === null ? null : BigInt(s));
 const hex = (s) => Uint8Array.from(Buffer.from(s, 'hex'));
 const bytes = (s) => (s === null ? null : Uint8Array.from(Buffer.from(s, 'base64')));
+// An int of the core: a number, or a decimal string past 2^53 (a bigint here).
+const int = (v) => (typeof v === 'string' ? BigInt(v) : v);
 
 function response(r) {
-  return { statusCode: r.statusCode, headers: r.headers, body: bytes(r.body), schemaVersion: r.schemaVersion };
+  return { statusCode: int(r.statusCode), headers: r.headers, body: bytes(r.body), schemaVersion: r.schemaVersion };
 }
 function record(r) {
   return {
@@ -37,6 +39,7 @@ function policy(p) {
     ...p, leaseDuration: big(p.leaseDuration), ttl: big(p.ttl), inFlightWait: big(p.inFlightWait),
     retryAfter: big(p.retryAfter), reconcileBackoffBase: big(p.reconcileBackoffBase),
     reconcileBackoffCap: big(p.reconcileBackoffCap), tombstoneRetention: big(p.tombstoneRetention),
+    keyBytesMax: int(p.keyBytesMax), requestBytesMax: int(p.requestBytesMax), responseBytesMax: int(p.responseBytesMax),
   };
 }
 function result(r) {
