@@ -51,6 +51,24 @@ func extremeCases() []struct {
 		LockedUntil: genT0.Add(p.LeaseDuration), CreatedAt: genT0}
 	t1 := genT0.Add(time.Second)
 
+	// nilOrEmpty completes an in_progress record whose stale response
+	// differs from the event's only in nil against empty: the native Step
+	// stores the event's, so a host that sends one as the other gets the
+	// record's back.
+	nilOrEmpty := func(name string, recResp, evResp core.Response) struct {
+		name string
+		c    stepCase
+	} {
+		recResp.StatusCode, recResp.SchemaVersion = 201, 1
+		evResp.StatusCode, evResp.SchemaVersion = 201, 1
+		r := inProgress
+		r.Response = recResp
+		return struct {
+			name string
+			c    stepCase
+		}{"nil and empty, " + name, stepCase{Policy: p, Start: r, Events: []core.Event{{Kind: core.EventComplete, Now: t1, Token: 1, Response: evResp}}}}
+	}
+
 	type named = struct {
 		name string
 		c    stepCase
@@ -122,30 +140,11 @@ func extremeCases() []struct {
 			{Kind: core.EventMarkUnknown, Now: t1, Token: 1, ErrorCode: strings.Repeat("x", core.ErrorCodeBytesMax+1)},
 			{Kind: core.EventMarkUnknown, Now: t1, Token: 1, ErrorCode: strings.Repeat("x", core.ErrorCodeBytesMax)},
 		}}},
-		{"an event's empty response over the record's nil one", stepCase{Policy: p,
-			Start: func() core.Record {
-				r := inProgress
-				r.Response = core.Response{StatusCode: 201, SchemaVersion: 1}
-				return r
-			}(),
-			Events: []core.Event{{Kind: core.EventComplete, Now: t1, Token: 1, Response: core.Response{StatusCode: 201, Headers: []core.Header{}, Body: []byte{}, SchemaVersion: 1}}},
-		}},
-		{"an event's nil response over the record's empty one", stepCase{Policy: p,
-			Start: func() core.Record {
-				r := inProgress
-				r.Response = core.Response{StatusCode: 201, Headers: []core.Header{}, Body: []byte{}, SchemaVersion: 1}
-				return r
-			}(),
-			Events: []core.Event{{Kind: core.EventComplete, Now: t1, Token: 1, Response: core.Response{StatusCode: 201, SchemaVersion: 1}}},
-		}},
-		{"an event's empty headers, nil body over the record's nil headers, empty body", stepCase{Policy: p,
-			Start: func() core.Record {
-				r := inProgress
-				r.Response = core.Response{StatusCode: 201, Body: []byte{}, SchemaVersion: 1}
-				return r
-			}(),
-			Events: []core.Event{{Kind: core.EventComplete, Now: t1, Token: 1, Response: core.Response{StatusCode: 201, Headers: []core.Header{}, SchemaVersion: 1}}},
-		}},
+		nilOrEmpty("headers: the event's empty over the record's nil", core.Response{}, core.Response{Headers: []core.Header{}}),
+		nilOrEmpty("headers: the event's nil over the record's empty", core.Response{Headers: []core.Header{}}, core.Response{}),
+		nilOrEmpty("body: the event's empty over the record's nil", core.Response{}, core.Response{Body: []byte{}}),
+		nilOrEmpty("body: the event's nil over the record's empty", core.Response{Body: []byte{}}, core.Response{}),
+		nilOrEmpty("both: the event's empty over the record's nil", core.Response{}, core.Response{Headers: []core.Header{}, Body: []byte{}}),
 	}
 	return out
 }
