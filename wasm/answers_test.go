@@ -2,11 +2,9 @@ package wasmcore
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -223,20 +221,7 @@ func TestAnswers(t *testing.T) {
 	if kinds["ok"] < 8 || kinds["refused"] < 18 || kinds["malformed"] < 100 {
 		t.Fatalf("the cases are not what they claim: %v", kinds)
 	}
-	b, err := json.MarshalIndent(fx, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = append(b, '\n')
-	if *updateFixture {
-		if err := os.WriteFile(answersPath, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if old, err := os.ReadFile(answersPath); err != nil || !bytes.Equal(old, b) {
-		t.Fatalf("%s is stale (%v): run go test ./wasm/ -run TestAnswers -update-fixture", answersPath, err)
-	}
+	keepJSONFixture(t, answersPath, "TestAnswers", fx)
 }
 
 // TestAnswerSpotChecks states what the answers fixture's reference gives in

@@ -1,12 +1,9 @@
 package wasmcore
 
 import (
-	"bytes"
-	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -86,20 +83,7 @@ func TestConstantsFresh(t *testing.T) {
 			t.Errorf("%s: %v, want %d values ending in %s", name, e, w.n, w.last)
 		}
 	}
-	b, err := json.MarshalIndent(fx, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = append(b, '\n')
-	if *updateFixture {
-		if err := os.WriteFile(constantsPath, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if old, err := os.ReadFile(constantsPath); err != nil || !bytes.Equal(old, b) {
-		t.Fatalf("%s is stale (%v): run go test ./wasm/ -run TestConstantsFresh -update-fixture", constantsPath, err)
-	}
+	keepJSONFixture(t, constantsPath, "TestConstantsFresh", fx)
 }
 
 // TestSentinelNames holds sentinelNames, which the fixtures give the Node

@@ -2,7 +2,6 @@ package wasmcore
 
 import (
 	"bytes"
-	"os"
 	"testing"
 
 	"github.com/idemkit/idem/wasm/internal/abi"
@@ -296,15 +295,5 @@ func renameExport(t *testing.T, wasm []byte, old, new string) []byte {
 // TestFakeGuestFresh keeps js/testdata/fake.wasm the module fakeGuest
 // assembles (rewrite it with -update-fixture).
 func TestFakeGuestFresh(t *testing.T) {
-	got := fakeGuest()
-	if *updateFixture {
-		if err := os.WriteFile(fakeGuestPath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(fakeGuestPath)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("%s is not the module fakeGuest assembles (%v): run go test ./wasm/ -run TestFakeGuestFresh -update-fixture", fakeGuestPath, err)
-	}
+	keepFixture(t, fakeGuestPath, "TestFakeGuestFresh", fakeGuest())
 }

@@ -17,13 +17,38 @@ import (
 	"github.com/idemkit/idem/wasm/internal/abi"
 )
 
-var updateFixture = flag.Bool("update-fixture", false, "rewrite wasm/js/testdata/steps.json from the native core")
+var updateFixture = flag.Bool("update-fixture", false, "rewrite the fixtures of wasm/js/testdata from the Go code")
+
+// keepFixture writes got to path with -update-fixture, and otherwise fails
+// unless path holds exactly got; test is the test that writes it.
+func keepFixture(t *testing.T, path, test string, got []byte) {
+	t.Helper()
+	if *updateFixture {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale (%v): run go test ./wasm/ -run %s -update-fixture", path, err, test)
+	}
+}
+
+// keepJSONFixture is keepFixture of v as indented JSON.
+func keepJSONFixture(t *testing.T, path, test string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepFixture(t, path, test, append(b, '\n'))
+}
 
 const fixturePath = "js/testdata/steps.json"
 
 // TestNodeFixtureFresh regenerates the Node test's fixture: the golden
-// scenarios, the extreme cases (extremeCases) and 60 rapid cases, each step with what the native core.Step
-// answered. It fails if the checked-in file differs, so that the Node test
+// scenarios, the extreme cases (extremeCases) and 60 rapid cases, each step
+// with what the native core.Step answered. It fails if the checked-in file differs, so that the Node test
 // always checks the JavaScript host against today's Go results; rerun with
 // -update-fixture after a change of the core.
 func TestNodeFixtureFresh(t *testing.T) {
@@ -31,19 +56,7 @@ func TestNodeFixtureFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateFixture {
-		if err := os.WriteFile(fixturePath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(fixturePath)
-	if err != nil {
-		t.Fatalf("%v: run go test ./wasm/ -run TestNodeFixtureFresh -update-fixture", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale against the native core: run go test ./wasm/ -run TestNodeFixtureFresh -update-fixture", fixturePath)
-	}
+	keepFixture(t, fixturePath, "TestNodeFixtureFresh", got)
 }
 
 // The fixture's JSON shape. 64-bit integers (tokens, versions, durations and
