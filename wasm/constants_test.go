@@ -2,8 +2,6 @@ package wasmcore
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
 	"reflect"
 	"strings"
 	"testing"
@@ -89,10 +87,7 @@ func TestConstantsFresh(t *testing.T) {
 // TestSentinelNames holds sentinelNames, which the fixtures give the Node
 // host as its error codes' names, to abi.Sentinels as the source spells it.
 func TestSentinelNames(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "internal/abi/abi.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := abiSource(t)
 	var names []string
 	ast.Inspect(f, func(n ast.Node) bool {
 		spec, ok := n.(*ast.ValueSpec)
