@@ -158,3 +158,45 @@ func TestModuleWithoutExports(t *testing.T) {
 		}
 	}
 }
+
+// TestInputBufferOutsideMemory: an input buffer that idem_input placed
+// outside the guest's memory is a trap (the guest is broken), which
+// discards the instance.
+func TestInputBufferOutsideMemory(t *testing.T) {
+	h := fakeHost(t, fakeGuest())
+	mustCanned(t, h, "k")
+	key := strings.Repeat("k", int(fakeBadInputSize-requestSize("")))
+	if requestSize(key) != fakeBadInputSize {
+		t.Fatalf("a %d-byte request, want %d", requestSize(key), fakeBadInputSize)
+	}
+	_, rec, err := fakeStep(h, fakeCanned, key)
+	if !errors.Is(err, ErrTrap) || !strings.Contains(err.Error(), "outside the module's memory") {
+		t.Fatalf("an input buffer outside the memory: %v, want ErrTrap", err)
+	}
+	if rec.Scope.Key != key || rec.Status != 0 {
+		t.Fatalf("the record changed: %s", rec.Describe())
+	}
+	if got := mustCanned(t, h, "k"); got.steps != 1 {
+		t.Fatalf("after the trap the instance has %d steps, want a fresh one (the old one had 1)", got.steps)
+	}
+}
+
+// TestLargeRequestNotKept: the host drops its copy of a request over 1 MiB
+// after the step, so that a rare large response is not pinned in every
+// pooled instance; a small one's buffer is kept for the next step.
+func TestLargeRequestNotKept(t *testing.T) {
+	h := fakeHost(t, fakeGuest())
+	pooled := func() *instance {
+		inst := <-h.idle
+		h.idle <- inst
+		return inst
+	}
+	mustCanned(t, h, "k")
+	if c := cap(pooled().request); c == 0 || c > 1<<20 {
+		t.Fatalf("after a small step the host keeps a %d-byte request buffer", c)
+	}
+	mustCanned(t, h, strings.Repeat("k", 1<<20+1))
+	if r := pooled().request; r != nil {
+		t.Fatalf("after a 1 MiB step the host keeps a %d-byte request buffer", cap(r))
+	}
+}

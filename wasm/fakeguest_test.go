@@ -12,7 +12,7 @@ import (
 // the hosts' own duties can be tested against a guest that does exactly
 // what a test asks: trap, exit, grow its memory during a step, answer bytes
 // the test chose, answer outside its memory. Both hosts are tested against
-// it: this package, and idem.test.mjs, which reads the same module from
+// it: this package, and host.test.mjs, which reads the same module from
 // js/testdata/fake.wasm (written by TestFakeGuestFresh -update-fixture).
 //
 // A request's first field, the policy's lease (u64), is the command:
@@ -31,7 +31,8 @@ import (
 //	            is at offset fakeEchoOffset
 //	fakeOutside answer 64 bytes at 0xFFFFFF00, outside the memory
 //
-// Any other command traps. So do a step before idem_abi_version was called
+// Any other command traps. For a request of fakeBadInputSize bytes,
+// idem_input returns an address outside the memory. So do a step before idem_abi_version was called
 // and a step of more bytes than idem_input last provided; idem_abi_version
 // answers 0 unless _initialize ran first. idem_input always returns a new
 // buffer (a bump allocator that grows the memory as needed), which the ABI
@@ -49,7 +50,11 @@ const (
 	// fingerprint, token, version, then the response: status code, schema
 	// version, the nil header count, and the body's length.
 	fakeEchoOffset = 87 + 4*4 + 1 + 32 + 8 + 8 + 8 + 4 + 4
-	fakeCannedSize = 1 + 1 + 8 + 8 + 1 + 8 + 8 + 4
+
+	// fakeBadInputSize: idem_input returns 0xFFFFFF00, outside the memory,
+	// for a request of exactly this many bytes.
+	fakeBadInputSize = 4099
+	fakeCannedSize   = 1 + 1 + 8 + 8 + 1 + 8 + 8 + 4
 )
 
 const fakeGuestPath = "js/testdata/fake.wasm"
@@ -187,6 +192,7 @@ func fakeGuest() []byte {
 		[]byte{opIf, blockI32}, i32c(int32(abi.Version)), []byte{opElse}, i32c(0), []byte{opEnd, opEnd})
 	// input(size) -> addr; local 1: addr.
 	input := cat(
+		lget(0), i32c(fakeBadInputSize), []byte{opI32Eq, opIf, blockVoid}, i32c(-256), []byte{opReturn, opEnd}, // 0xFFFFFF00
 		incr(gInputs),
 		gget(gNext), lset(1),
 		lget(1), lget(0), []byte{opI32Add}, i32c(7), []byte{opI32Add}, i32c(-8), []byte{opI32And}, gset(gNext),

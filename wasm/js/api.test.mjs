@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import * as idem from './idem.mjs';
+import { policy, record } from './testdata/convert.mjs';
 
 const constants = JSON.parse(await readFile(new URL('./testdata/constants.json', import.meta.url), 'utf8'));
 const dts = await readFile(new URL('./idem.d.ts', import.meta.url), 'utf8');
@@ -37,7 +38,19 @@ test('ERROR_CODES and ABI_VERSION are the Go ones', () => {
   assert.ok(Object.isFrozen(idem.ERROR_CODES), 'ERROR_CODES can be changed');
 });
 
-test('defaultPolicy is the Go DefaultPolicy, in the enums\' terms', () => {
+test('defaultPolicy is the Go DefaultPolicy', () => {
+  assert.deepEqual(idem.defaultPolicy(), policy(constants.defaultPolicy));
+  assert.notEqual(idem.defaultPolicy(), idem.defaultPolicy(), 'a new policy every time');
+});
+
+test('absentRecord is the Go Record{Scope: s}', () => {
+  const r = constants.absentRecord;
+  const scope = { tenant: r.tenant, principal: r.principal, useCase: r.useCase, key: r.key };
+  assert.deepEqual(idem.absentRecord(scope), record(r));
+  assert.equal(idem.absentRecord({ ...scope, tenant: undefined }).tenant, '', 'the tenant may be left out');
+});
+
+test('defaultPolicy is in the enums\' terms', () => {
   const p = idem.defaultPolicy();
   assert.equal(p.inFlightAnswer, idem.InFlightAnswer?.Conflict);
   assert.equal(p.expiry, idem.ExpiryMode?.Soft);

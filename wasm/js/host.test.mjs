@@ -188,3 +188,13 @@ test('decodes every answer of the fixture as the Go host does', async () => {
     assert.deepEqual(rec, copy, `${c.name}: the record passed in changed`);
   }
 });
+
+test('an input buffer outside the guest\'s memory is a trap, and the instance is replaced', async () => {
+  const core = await load({ wasm: fake });
+  const small = canned(core);
+  const size = BigInt(answers.fakeBadInputSize);
+  const key = 'k'.repeat(Number(size - small.size) + 1); // the request of exactly that size
+  assert.throws(() => fakeStep(core, CMD.canned, key), (err) => err instanceof TrapError && err.cause instanceof RangeError);
+  await core.ready();
+  assert.equal(canned(core).steps, 1n, 'the step after the trap ran on the old instance');
+});
