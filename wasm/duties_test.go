@@ -159,25 +159,27 @@ func TestModuleWithoutExports(t *testing.T) {
 	}
 }
 
-// TestInputBufferOutsideMemory: an input buffer that idem_input placed
-// outside the guest's memory is a trap (the guest is broken), which
-// discards the instance.
-func TestInputBufferOutsideMemory(t *testing.T) {
+// TestInputBufferTraps: an input buffer that idem_input placed outside the
+// guest's memory, or a trap in idem_input, is a trap (the guest is broken),
+// which discards the instance.
+func TestInputBufferTraps(t *testing.T) {
 	h := fakeHost(t, fakeGuest())
-	mustCanned(t, h, "k")
-	key := strings.Repeat("k", int(fakeBadInputSize-requestSize("")))
-	if requestSize(key) != fakeBadInputSize {
-		t.Fatalf("a %d-byte request, want %d", requestSize(key), fakeBadInputSize)
-	}
-	_, rec, err := fakeStep(h, fakeCanned, key)
-	if !errors.Is(err, ErrTrap) || !strings.Contains(err.Error(), "outside the module's memory") {
-		t.Fatalf("an input buffer outside the memory: %v, want ErrTrap", err)
-	}
-	if rec.Scope.Key != key || rec.Status != 0 {
-		t.Fatalf("the record changed: %s", rec.Describe())
-	}
-	if got := mustCanned(t, h, "k"); got.steps != 1 {
-		t.Fatalf("after the trap the instance has %d steps, want a fresh one (the old one had 1)", got.steps)
+	for _, size := range []uint64{fakeBadInputSize, fakeBadInputSize + 1} {
+		mustCanned(t, h, "k")
+		key := strings.Repeat("k", int(size-requestSize("")))
+		_, rec, err := fakeStep(h, fakeCanned, key)
+		if !errors.Is(err, ErrTrap) {
+			t.Fatalf("a %d-byte request: %v, want ErrTrap", size, err)
+		}
+		if size == fakeBadInputSize && !strings.Contains(err.Error(), "outside the module's memory") {
+			t.Fatalf("an input buffer outside the memory: %v", err)
+		}
+		if rec.Scope.Key != key || rec.Status != 0 {
+			t.Fatalf("the record changed: %s", rec.Describe())
+		}
+		if got := mustCanned(t, h, "k"); got.steps != 1 {
+			t.Fatalf("after the trap the instance has %d steps, want a fresh one (the old one had 1)", got.steps)
+		}
 	}
 }
 

@@ -32,7 +32,8 @@ import (
 //	fakeOutside answer 64 bytes at 0xFFFFFF00, outside the memory
 //
 // Any other command traps. For a request of fakeBadInputSize bytes,
-// idem_input returns an address outside the memory. So do a step before idem_abi_version was called
+// idem_input returns an address outside the memory; for one byte more it
+// traps. So do a step before idem_abi_version was called
 // and a step of more bytes than idem_input last provided; idem_abi_version
 // answers 0 unless _initialize ran first. idem_input always returns a new
 // buffer (a bump allocator that grows the memory as needed), which the ABI
@@ -52,7 +53,7 @@ const (
 	fakeEchoOffset = 87 + 4*4 + 1 + 32 + 8 + 8 + 8 + 4 + 4
 
 	// fakeBadInputSize: idem_input returns 0xFFFFFF00, outside the memory,
-	// for a request of exactly this many bytes.
+	// for a request of exactly this many bytes, and traps for one more.
 	fakeBadInputSize = 4099
 	fakeCannedSize   = 1 + 1 + 8 + 8 + 1 + 8 + 8 + 4
 )
@@ -193,6 +194,7 @@ func fakeGuest() []byte {
 	// input(size) -> addr; local 1: addr.
 	input := cat(
 		lget(0), i32c(fakeBadInputSize), []byte{opI32Eq, opIf, blockVoid}, i32c(-256), []byte{opReturn, opEnd}, // 0xFFFFFF00
+		trapIf(lget(0), i32c(fakeBadInputSize+1), []byte{opI32Eq}),
 		incr(gInputs),
 		gget(gNext), lset(1),
 		lget(1), lget(0), []byte{opI32Add}, i32c(7), []byte{opI32Add}, i32c(-8), []byte{opI32And}, gset(gNext),
