@@ -127,15 +127,20 @@ func TestMemoryGrowsDuringStep(t *testing.T) {
 }
 
 // TestAnswerOutsideMemory: an answer whose address and length point outside
-// the guest's memory is ErrMalformedAnswer, and the record is unchanged.
+// the guest's memory is ErrMalformedAnswer, the record is unchanged, and
+// the instance is kept (it did not trap).
 func TestAnswerOutsideMemory(t *testing.T) {
 	h := fakeHost(t, fakeGuest())
+	before := mustCanned(t, h, "k")
 	res, rec, err := fakeStep(h, fakeOutside, "k")
 	if !errors.Is(err, ErrMalformedAnswer) || errors.Is(err, ErrTrap) || core.Refused(err) {
 		t.Fatalf("an answer outside the memory: %v, want ErrMalformedAnswer", err)
 	}
 	if res != (core.Transition{}) || !reflect.DeepEqual(rec, core.Record{Scope: core.Scope{Key: "k"}}) {
 		t.Fatalf("a malformed answer returned %+v and left %s", res, rec.Describe())
+	}
+	if got := mustCanned(t, h, "k"); got.steps != before.steps+2 {
+		t.Fatalf("after a malformed answer the instance has %d steps, want the same instance (%d)", got.steps, before.steps+2)
 	}
 }
 
