@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/big"
 	"os"
 	"strconv"
 	"testing"
@@ -16,13 +17,38 @@ import (
 	"github.com/idemkit/idem/wasm/internal/abi"
 )
 
-var updateFixture = flag.Bool("update-fixture", false, "rewrite wasm/js/testdata/steps.json from the native core")
+var updateFixture = flag.Bool("update-fixture", false, "rewrite the fixtures of wasm/js/testdata from the Go code")
+
+// keepFixture writes got to path with -update-fixture, and otherwise fails
+// unless path holds exactly got; test is the test that writes it.
+func keepFixture(t *testing.T, path, test string, got []byte) {
+	t.Helper()
+	if *updateFixture {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale (%v): run go test ./wasm/ -run %s -update-fixture", path, err, test)
+	}
+}
+
+// keepJSONFixture is keepFixture of v as indented JSON.
+func keepJSONFixture(t *testing.T, path, test string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepFixture(t, path, test, append(b, '\n'))
+}
 
 const fixturePath = "js/testdata/steps.json"
 
 // TestNodeFixtureFresh regenerates the Node test's fixture: the golden
-// scenarios and 60 rapid cases, each step with what the native core.Step
-// answered. It fails if the checked-in file differs, so that the Node test
+// scenarios, the extreme cases (extremeCases) and 60 rapid cases, each step
+// with what the native core.Step answered. It fails if the checked-in file differs, so that the Node test
 // always checks the JavaScript host against today's Go results; rerun with
 // -update-fixture after a change of the core.
 func TestNodeFixtureFresh(t *testing.T) {
@@ -30,19 +56,7 @@ func TestNodeFixtureFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateFixture {
-		if err := os.WriteFile(fixturePath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(fixturePath)
-	if err != nil {
-		t.Fatalf("%v: run go test ./wasm/ -run TestNodeFixtureFresh -update-fixture", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale against the native core: run go test ./wasm/ -run TestNodeFixtureFresh -update-fixture", fixturePath)
-	}
+	keepFixture(t, fixturePath, "TestNodeFixtureFresh", got)
 }
 
 // The fixture's JSON shape. 64-bit integers (tokens, versions, durations and
@@ -77,9 +91,9 @@ type (
 		ReconcileBackoffCap  string `json:"reconcileBackoffCap"`
 		ReconcileAttemptsMax uint32 `json:"reconcileAttemptsMax"`
 		TombstoneRetention   string `json:"tombstoneRetention"`
-		KeyBytesMax          int    `json:"keyBytesMax"`
-		RequestBytesMax      int    `json:"requestBytesMax"`
-		ResponseBytesMax     int    `json:"responseBytesMax"`
+		KeyBytesMax          fxInt  `json:"keyBytesMax"`
+		RequestBytesMax      fxInt  `json:"requestBytesMax"`
+		ResponseBytesMax     fxInt  `json:"responseBytesMax"`
 	}
 	fixtureRecord struct {
 		Tenant            string          `json:"tenant"`
@@ -100,7 +114,7 @@ type (
 		ExpiresAt         *string         `json:"expiresAt"`
 	}
 	fixtureResponse struct {
-		StatusCode    int              `json:"statusCode"`
+		StatusCode    fxInt            `json:"statusCode"`
 		Headers       *[]fixtureHeader `json:"headers"`
 		Body          *string          `json:"body"`
 		SchemaVersion uint32           `json:"schemaVersion"`
@@ -141,19 +155,35 @@ var sentinelNames = []string{
 	"ErrInvalidPolicy", "ErrInvalidErrorCode",
 }
 
+// fxTime is t in Unix nanoseconds, as the Node host has it: Unix seconds
+// times 10^9 plus nanoseconds, which for a time outside int64 nanoseconds
+// (before 1678, after 2262) UnixNano cannot give.
 func fxTime(t time.Time) *string {
 	if t.IsZero() {
 		return nil
 	}
-	s := strconv.FormatInt(t.UnixNano(), 10)
+	n := new(big.Int).Mul(big.NewInt(t.Unix()), big.NewInt(1e9))
+	s := n.Add(n, big.NewInt(int64(t.Nanosecond()))).String()
 	return &s
+}
+
+// fxInt is an int of the core that JavaScript takes as a number: a JSON
+// number while it is a safe integer (|v| < 2^53), else a decimal string,
+// which the Node test reads as a bigint.
+type fxInt int64
+
+func (v fxInt) MarshalJSON() ([]byte, error) {
+	if v > -(1<<53) && v < 1<<53 {
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	}
+	return strconv.AppendQuote(nil, strconv.FormatInt(int64(v), 10)), nil
 }
 
 func fxU64(v uint64) string { return strconv.FormatUint(v, 10) }
 func fxI64(v int64) string  { return strconv.FormatInt(v, 10) }
 
 func fxResponse(r core.Response) fixtureResponse {
-	out := fixtureResponse{StatusCode: r.StatusCode, SchemaVersion: r.SchemaVersion}
+	out := fixtureResponse{StatusCode: fxInt(r.StatusCode), SchemaVersion: r.SchemaVersion}
 	if r.Headers != nil {
 		hs := make([]fixtureHeader, len(r.Headers))
 		for i, h := range r.Headers {
@@ -184,8 +214,8 @@ func fxPolicy(p core.Policy) fixturePolicy {
 		LeaseDuration: fxI64(int64(p.LeaseDuration)), TTL: fxI64(int64(p.TTL)), InFlightWait: fxI64(int64(p.InFlightWait)),
 		InFlightAnswer: uint8(p.InFlightAnswer), RetryAfter: fxI64(int64(p.RetryAfter)), Expiry: uint8(p.Expiry), Fail: uint8(p.Fail),
 		ReconcileBackoffBase: fxI64(int64(p.ReconcileBackoffBase)), ReconcileBackoffCap: fxI64(int64(p.ReconcileBackoffCap)),
-		ReconcileAttemptsMax: p.ReconcileAttemptsMax, TombstoneRetention: fxI64(int64(p.TombstoneRetention)), KeyBytesMax: p.KeyBytesMax, RequestBytesMax: p.RequestBytesMax,
-		ResponseBytesMax: p.ResponseBytesMax,
+		ReconcileAttemptsMax: p.ReconcileAttemptsMax, TombstoneRetention: fxI64(int64(p.TombstoneRetention)), KeyBytesMax: fxInt(p.KeyBytesMax), RequestBytesMax: fxInt(p.RequestBytesMax),
+		ResponseBytesMax: fxInt(p.ResponseBytesMax),
 	}
 }
 
@@ -193,6 +223,14 @@ func fxEvent(e core.Event) fixtureEvent {
 	return fixtureEvent{
 		Kind: uint8(e.Kind), Now: fxTime(e.Now), Fingerprint: hex.EncodeToString(e.Fingerprint[:]),
 		Token: fxU64(uint64(e.Token)), Response: fxResponse(e.Response), ErrorCode: e.ErrorCode, Verdict: uint8(e.Verdict),
+	}
+}
+
+func fxResult(res core.Transition) *fixtureResult {
+	return &fixtureResult{
+		DecisionKind: uint8(res.Decision.Kind), DecisionToken: fxU64(uint64(res.Decision.Token)),
+		RetryAfter: fxI64(int64(res.Decision.RetryAfter)), WriteKind: uint8(res.Write.Kind),
+		ExpectVersion: fxU64(res.Write.ExpectVersion), ExpectToken: fxU64(uint64(res.Write.ExpectToken)),
 	}
 }
 
@@ -206,18 +244,9 @@ func fixtureCaseOf(name string, c stepCase) fixtureCase {
 		res, err := core.Step(&cur, &e, &p)
 		s := fixtureStep{Event: fxEvent(ev), Record: fxRecord(cur)}
 		if err != nil {
-			code := abi.CodeOf(err)
-			name := "ErrUnidentified"
-			if int(code) < len(sentinelNames) {
-				name = sentinelNames[code]
-			}
-			s.Error = &fixtureError{Code: name, Message: err.Error()}
+			s.Error = &fixtureError{Code: codeName(abi.CodeOf(err)), Message: err.Error()}
 		} else {
-			s.Result = &fixtureResult{
-				DecisionKind: uint8(res.Decision.Kind), DecisionToken: fxU64(uint64(res.Decision.Token)),
-				RetryAfter: fxI64(int64(res.Decision.RetryAfter)), WriteKind: uint8(res.Write.Kind),
-				ExpectVersion: fxU64(res.Write.ExpectVersion), ExpectToken: fxU64(uint64(res.Write.ExpectToken)),
-			}
+			s.Result = fxResult(res)
 		}
 		fc.Steps = append(fc.Steps, s)
 	}
@@ -263,6 +292,9 @@ func buildFixture() ([]byte, error) {
 			}
 		}
 		flush()
+	}
+	for _, x := range extremeCases() {
+		fx.Cases = append(fx.Cases, fixtureCaseOf("extreme "+x.name, x.c))
 	}
 	gen := genCase(genOptions{bodyBytesMax: 2 << 10, kind200: true})
 	for seed := 0; seed < 60; seed++ {

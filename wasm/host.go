@@ -67,7 +67,11 @@ type Host struct {
 	// once, and those are closed when the pool is full.
 	idle chan *instance
 
-	mu     sync.Mutex
+	// mu is held for reading by every Step and for writing by Close, so
+	// that Close waits for the steps in flight before it releases the
+	// runtime (and, without a cache, the compiled code a step is running),
+	// and every Step that starts after it sees closed.
+	mu     sync.RWMutex
 	closed bool
 }
 
@@ -147,12 +151,15 @@ func newHost(ctx context.Context, wasm []byte, opts Options) (*Host, error) {
 	return h, nil
 }
 
-// Close releases the runtime and every instance. Steps after Close return
-// ErrClosed.
+// Close waits for the steps in flight, then releases the runtime and every
+// instance. Steps after Close return ErrClosed; closing again does nothing.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
 	h.closed = true
-	h.mu.Unlock()
 	err := h.runtime.Close(ctx)
 	if h.cache != nil {
 		err = errors.Join(err, h.cache.Close(ctx))
@@ -165,6 +172,11 @@ func (h *Host) Close(ctx context.Context) error {
 // (a refused event) rec is unchanged and the error unwraps to the core's
 // sentinel; on a trap it is unchanged and the error wraps ErrTrap.
 func (h *Host) Step(rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return core.Transition{}, ErrClosed
+	}
 	ctx := context.Background()
 	inst, err := h.get(ctx)
 	if err != nil {
@@ -185,12 +197,6 @@ func (h *Host) get(ctx context.Context) (*instance, error) {
 	case inst := <-h.idle:
 		return inst, nil
 	default:
-	}
-	h.mu.Lock()
-	closed := h.closed
-	h.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
 	}
 	return h.instantiate(ctx)
 }
@@ -249,13 +255,13 @@ func newInstance(ctx context.Context, mod api.Module) (*instance, error) {
 	}
 	inst := &instance{
 		mod:      mod,
-		mem:      mod.Memory(),
+		mem:      mod.ExportedMemory(abi.ExportMemory),
 		input:    mod.ExportedFunction(abi.ExportInput),
 		stepFunc: mod.ExportedFunction(abi.ExportStep),
 		stack:    make([]uint64, 1),
 	}
 	if inst.mem == nil || inst.input == nil || inst.stepFunc == nil {
-		return nil, fmt.Errorf("%w: the module claims ABI v%d but lacks %s, %s or its memory", ErrABIVersion, abi.Version, abi.ExportInput, abi.ExportStep)
+		return nil, fmt.Errorf("%w: the module claims ABI v%d but lacks the export %s, %s or %s", ErrABIVersion, abi.Version, abi.ExportInput, abi.ExportStep, abi.ExportMemory)
 	}
 	return inst, nil
 }

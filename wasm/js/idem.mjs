@@ -1,25 +1,51 @@
 // The idem core (../idem.wasm, built by `make wasm`) for Node.js, over
 // node:wasi. It speaks the ABI of ../ABI.md; the Go host (package wasmcore)
-// is the other implementation of that ABI, and idem.test.mjs holds this one
-// to the Go core's answers (testdata/steps.json).
+// is the other implementation of that ABI, and the tests hold this one to
+// the Go core's answers (testdata/steps.json) and to the Go host's decoding
+// of answers (testdata/answers.json). README.md is its guide.
 //
 // Types are in idem.d.ts. 64-bit values (tokens, versions, durations and
 // times) are bigints: durations in nanoseconds, times in Unix nanoseconds,
-// the zero time (no time) as null.
+// the zero time (no time) as null. The host refuses a value outside its
+// field's range with an IdemInputError before anything reaches the guest.
 
 import { readFile } from 'node:fs/promises';
-import { WASI } from 'node:wasi';
+import { createRequire } from 'node:module';
 
 /** The ABI version this host speaks (ABI.md). */
 export const ABI_VERSION = 3;
 
 /** Names of the core's error sentinels, by ABI error code (ABI.md). */
-export const ERROR_CODES = [
+export const ERROR_CODES = Object.freeze([
   'ErrInvalidScope', 'ErrInvalidKey', 'ErrFingerprintLength', 'ErrFingerprintMissing',
   'ErrTimeMissing', 'ErrTokenMissing', 'ErrTokenNotFresh', 'ErrResponseInvalid',
   'ErrResponseTooLarge', 'ErrUnknownEvent', 'ErrUnknownVerdict', 'ErrInvalidRecord',
   'ErrInvalidPolicy', 'ErrInvalidErrorCode',
-];
+]);
+
+// The core's enums, with its numbers (core.Status, core.EventKind, ...).
+
+/** core.Status: where a record stands. */
+export const Status = Object.freeze({ Absent: 0, InProgress: 1, Completed: 2, FailedRetryable: 3, Unknown: 4, Expired: 5 });
+/** core.EventKind: what happens to a record. */
+export const EventKind = Object.freeze({ Invalid: 0, Reserve: 1, Complete: 2, Fail: 3, MarkUnknown: 4, Heartbeat: 5, Resolve: 6, Sweep: 7 });
+/** core.Verdict: the reconciler's finding (a Resolve event's verdict). */
+export const Verdict = Object.freeze({ Invalid: 0, Executed: 1, NotExecuted: 2, StillUnknown: 3 });
+/** core.DecisionKind: what Step tells its caller to do. */
+export const DecisionKind = Object.freeze({
+  Invalid: 0, Execute: 1, Replay: 2, Mismatch: 3, InFlight: 4, Reconciling: 5,
+  Completed: 6, Acknowledged: 7, Failed: 8, MarkedUnknown: 9, Extended: 10, Stale: 11, Conflict: 12,
+  Resolved: 13, Rescheduled: 14, Abandoned: 15, NotApplicable: 16,
+  LeaseExpired: 17, Expired: 18, NothingDue: 19, Pruned: 20,
+});
+/** core.WriteKind: the store write that makes a step durable. */
+export const WriteKind = Object.freeze({ None: 0, Insert: 1, Update: 2, Delete: 3 });
+/** core.InFlightAnswer: 409 or 202 for a key being executed. */
+export const InFlightAnswer = Object.freeze({ Conflict: 0, Accepted: 1 });
+/** core.ExpiryMode: what a sweep does to a settled record past its TTL. */
+export const ExpiryMode = Object.freeze({ Soft: 0, Hard: 1 });
+/** core.FailMode: what Fail does to the record. */
+export const FailMode = Object.freeze({ Keep: 0, Evict: 1 });
 
 /** An event the core refused: `code` names the Go sentinel, `message` is the Go error's text. */
 export class IdemError extends Error {
@@ -30,7 +56,21 @@ export class IdemError extends Error {
   }
 }
 
-/** The module speaks another ABI version, or none. */
+/**
+ * A value the host refuses before it reaches the core: out of its field's
+ * range, of the wrong type, or missing. `field` names it
+ * ('event.response.headers[0].name'), `value` is what was given.
+ */
+export class IdemInputError extends RangeError {
+  constructor(field, value, want) {
+    super(value === undefined ? `idem: ${field} is missing; want ${want}` : `idem: ${field}: ${show(value)} is not ${want}`);
+    this.name = 'IdemInputError';
+    this.field = field;
+    this.value = value;
+  }
+}
+
+/** The module speaks another ABI version, or none, or lacks an export of the ABI. */
 export class AbiVersionError extends Error {
   constructor(message) { super(message); this.name = 'AbiVersionError'; }
 }
@@ -40,7 +80,48 @@ export class TrapError extends Error {
   constructor(message, options) { super(message, options); this.name = 'TrapError'; }
 }
 
+/** The guest answered bytes the host cannot decode (Go: ErrMalformedAnswer). The record is unchanged. */
+export class MalformedAnswerError extends Error {
+  constructor(detail) { super(`idem/wasm: malformed answer from the guest: ${detail}`); this.name = 'MalformedAnswerError'; }
+}
+
+function show(v) {
+  switch (typeof v) {
+    case 'bigint': return `${v}n`;
+    case 'string': return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+    case 'number': case 'boolean': return String(v);
+    case 'object':
+      if (v === null) return 'null';
+      if (Array.isArray(v)) return `an array of ${v.length}`;
+      if (ArrayBuffer.isView(v)) return `a ${v.constructor.name} of ${v.length} elements`;
+      return 'an object';
+  }
+  return `a ${typeof v}`;
+}
+
 const NANOS = 1_000_000_000n;
+const U64_MAX = (1n << 64n) - 1n;
+const I64_MIN = -(1n << 63n);
+const I64_MAX = (1n << 63n) - 1n;
+// A time is Unix nanoseconds whose seconds fit the ABI's i64.
+const TIME_MIN = I64_MIN * NANOS;
+const TIME_MAX = I64_MAX * NANOS + NANOS - 1n;
+const NIL = 0xffffffff; // the length of a nil slice; a real one is shorter
+
+const WANT = {
+  u8: 'an integer 0..255 (u8)',
+  u32: 'an integer 0..4294967295 (u32)',
+  u64: 'a bigint 0..2^64-1, or a safe integer >= 0 (u64)',
+  i64: 'a bigint -2^63..2^63-1, or a safe integer (i64)',
+  time: 'null or a bigint of Unix nanoseconds whose seconds fit an i64',
+  str: 'a well-formed string',
+  bytes: 'null or a Uint8Array shorter than 2^32-1 bytes',
+  fingerprint: 'a Uint8Array of 32 bytes',
+  headers: 'null or an array of fewer than 2^32-1 headers',
+  header: 'a header, {name, value}',
+  object: 'an object',
+};
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: false });
 
@@ -50,10 +131,10 @@ export function defaultPolicy() {
     leaseDuration: 5n * 60n * NANOS,
     ttl: 24n * 3600n * NANOS,
     inFlightWait: 200_000_000n,
-    inFlightAnswer: 0,
+    inFlightAnswer: InFlightAnswer.Conflict,
     retryAfter: NANOS,
-    expiry: 0,
-    fail: 0,
+    expiry: ExpiryMode.Soft,
+    fail: FailMode.Keep,
     reconcileBackoffBase: NANOS,
     reconcileBackoffCap: 5n * 60n * NANOS,
     reconcileAttemptsMax: 20,
@@ -64,18 +145,37 @@ export function defaultPolicy() {
   };
 }
 
+const zeroResponse = () => ({ statusCode: 0, headers: null, body: null, schemaVersion: 0 });
+// What an event's left-out fingerprint and response are; only ever read.
+const ZERO_FINGERPRINT = new Uint8Array(32);
+const ZERO_RESPONSE = Object.freeze(zeroResponse());
+
 /** The absent record of a scope: what a driver steps when its store has none. */
 export function absentRecord(scope) {
   return {
     tenant: scope.tenant ?? '', principal: scope.principal, useCase: scope.useCase, key: scope.key,
-    status: 0, fingerprint: new Uint8Array(32), token: 0n, version: 0n,
-    response: { statusCode: 0, headers: null, body: null, schemaVersion: 0 },
-    lastErrorCode: '', lockedUntil: null, reconcileAfter: null, reconcileAttempts: 0,
+    status: Status.Absent, fingerprint: new Uint8Array(32), token: 0n, version: 0n,
+    response: zeroResponse(), lastErrorCode: '', lockedUntil: null, reconcileAfter: null, reconcileAttempts: 0,
     createdAt: null, completedAt: null, expiresAt: null,
   };
 }
 
-// Writer encodes a request (ABI.md, "Request"), reusing its buffer.
+// The names of a response's fields, per response, so that the encoder
+// builds no string on its way.
+const responseFields = (prefix) => ({
+  self: prefix, statusCode: `${prefix}.statusCode`, schemaVersion: `${prefix}.schemaVersion`,
+  headers: `${prefix}.headers`, body: `${prefix}.body`,
+});
+const RECORD_RESPONSE = responseFields('record.response');
+const EVENT_RESPONSE = responseFields('event.response');
+
+function object(v, field) {
+  if (typeof v !== 'object' || v === null) throw new IdemInputError(field, v, WANT.object);
+  return v;
+}
+
+// Writer encodes a request (ABI.md, "Request"), reusing its buffer, and
+// refuses every value outside its field's range (IdemInputError).
 class Writer {
   constructor() { this.grow(4096); }
   grow(size) {
@@ -86,85 +186,168 @@ class Writer {
   }
   reset() { this.n = 0; }
   ensure(k) { if (this.n + k > this.buf.length) this.grow(Math.max(this.buf.length * 2, this.n + k)); }
-  u8(v) { this.ensure(1); this.buf[this.n++] = v; }
-  u32(v) { this.ensure(4); this.view.setUint32(this.n, v, true); this.n += 4; }
-  u64(v) { this.ensure(8); this.view.setBigUint64(this.n, BigInt.asUintN(64, BigInt(v)), true); this.n += 8; }
+  u8(v, field) {
+    if (typeof v !== 'number' || !(v >= 0 && v <= 0xff) || !Number.isInteger(v)) throw new IdemInputError(field, v, WANT.u8);
+    this.ensure(1); this.buf[this.n++] = v;
+  }
+  u32(v, field) {
+    if (typeof v !== 'number' || !(v >= 0 && v <= 0xffffffff) || !Number.isInteger(v)) throw new IdemInputError(field, v, WANT.u32);
+    this.ensure(4); this.view.setUint32(this.n, v, true); this.n += 4;
+  }
+  u64(v, field) {
+    if (typeof v === 'bigint') {
+      if (v < 0n || v > U64_MAX) throw new IdemInputError(field, v, WANT.u64);
+    } else if (!Number.isSafeInteger(v) || v < 0) throw new IdemInputError(field, v, WANT.u64);
+    this.ensure(8); this.view.setBigUint64(this.n, BigInt(v), true); this.n += 8;
+  }
+  i64(v, field) {
+    if (typeof v === 'bigint') {
+      if (v < I64_MIN || v > I64_MAX) throw new IdemInputError(field, v, WANT.i64);
+    } else if (!Number.isSafeInteger(v)) throw new IdemInputError(field, v, WANT.i64);
+    this.ensure(8); this.view.setBigInt64(this.n, BigInt(v), true); this.n += 8;
+  }
   raw(b) { this.ensure(b.length); this.buf.set(b, this.n); this.n += b.length; }
-  str(s) { const b = encoder.encode(s ?? ''); this.u32(b.length); this.raw(b); }
-  fingerprint(f) {
-    if (!(f instanceof Uint8Array) || f.length !== 32) throw new TypeError('a fingerprint is a Uint8Array of 32 bytes');
+  // str writes a string as UTF-8, refusing one that has none: a lone
+  // surrogate, for which TextEncoder would write U+FFFD, a key or a header
+  // the caller did not give.
+  str(s, field) {
+    if (typeof s !== 'string' || !this.utf8(s)) throw new IdemInputError(field, s, WANT.str);
+  }
+  // utf8 writes s's length and UTF-8 bytes, or reports false for a string
+  // that is not well-formed. ASCII, what keys and codes are, is copied
+  // without a call; the rest is TextEncoder's, straight into the buffer.
+  utf8(s) {
+    const len = s.length;
+    this.ensure(4 + 3 * len);
+    const buf = this.buf;
+    let o = this.n + 4;
+    let i = 0;
+    for (; i < len; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[o++] = c;
+    }
+    if (i < len) {
+      if (!s.isWellFormed()) return false;
+      o += encoder.encodeInto(i === 0 ? s : s.slice(i), buf.subarray(o)).written;
+    }
+    this.view.setUint32(this.n, o - this.n - 4, true);
+    this.n = o;
+    return true;
+  }
+  fingerprint(f, field) {
+    if (!(f instanceof Uint8Array) || f.length !== 32) throw new IdemInputError(field, f, WANT.fingerprint);
     this.raw(f);
   }
-  time(t) {
-    if (t === null || t === undefined) { this.u8(0); return; }
+  time(t, field) {
+    if (t === null) { this.u8(0); return; }
+    if (typeof t !== 'bigint' || t < TIME_MIN || t > TIME_MAX) throw new IdemInputError(field, t, WANT.time);
     let sec = t / NANOS;
     let nsec = t % NANOS;
     if (nsec < 0n) { nsec += NANOS; sec -= 1n; } // floor division
-    this.u8(1); this.u64(sec); this.u32(Number(nsec));
+    this.ensure(13);
+    this.buf[this.n] = 1;
+    this.view.setBigInt64(this.n + 1, sec, true);
+    this.view.setUint32(this.n + 9, Number(nsec), true);
+    this.n += 13;
   }
-  response(r) {
-    this.u64(r.statusCode); this.u32(r.schemaVersion ?? 0);
-    if (r.headers === null || r.headers === undefined) this.u32(0xffffffff);
+  // response encodes r, whose headers, body and schema version may be left
+  // out (nil, nil, 0); names are its fields' (RECORD_RESPONSE, EVENT_RESPONSE).
+  response(r, names) {
+    object(r, names.self);
+    this.i64(r.statusCode, names.statusCode);
+    this.u32(r.schemaVersion === undefined ? 0 : r.schemaVersion, names.schemaVersion);
+    const hs = r.headers;
+    if (hs === null || hs === undefined) this.u32(NIL);
     else {
-      this.u32(r.headers.length);
-      for (const h of r.headers) { this.str(h.name); this.str(h.value); }
+      if (!Array.isArray(hs) || hs.length >= NIL) throw new IdemInputError(names.headers, hs, WANT.headers);
+      this.u32(hs.length);
+      for (let i = 0; i < hs.length; i++) {
+        const h = hs[i];
+        if (typeof h !== 'object' || h === null) throw new IdemInputError(`${names.headers}[${i}]`, h, WANT.header);
+        if (typeof h.name !== 'string' || !this.utf8(h.name)) throw new IdemInputError(`${names.headers}[${i}].name`, h.name, WANT.str);
+        if (typeof h.value !== 'string' || !this.utf8(h.value)) throw new IdemInputError(`${names.headers}[${i}].value`, h.value, WANT.str);
+      }
     }
-    if (r.body === null || r.body === undefined) this.u32(0xffffffff);
-    else { this.u32(r.body.length); this.raw(r.body); }
+    const b = r.body;
+    if (b === null || b === undefined) this.u32(NIL);
+    else {
+      if (!(b instanceof Uint8Array) || b.length >= NIL) throw new IdemInputError(names.body, b, WANT.bytes);
+      this.u32(b.length); this.raw(b);
+    }
   }
   request(record, event, p) {
-    this.u64(p.leaseDuration); this.u64(p.ttl); this.u64(p.inFlightWait); this.u8(p.inFlightAnswer);
-    this.u64(p.retryAfter); this.u8(p.expiry); this.u8(p.fail);
-    this.u64(p.reconcileBackoffBase); this.u64(p.reconcileBackoffCap); this.u32(p.reconcileAttemptsMax); this.u64(p.tombstoneRetention);
-    this.u64(p.keyBytesMax); this.u64(p.requestBytesMax); this.u64(p.responseBytesMax);
+    object(record, 'record'); object(event, 'event'); object(p, 'policy');
+    this.i64(p.leaseDuration, 'policy.leaseDuration'); this.i64(p.ttl, 'policy.ttl');
+    this.i64(p.inFlightWait, 'policy.inFlightWait'); this.u8(p.inFlightAnswer, 'policy.inFlightAnswer');
+    this.i64(p.retryAfter, 'policy.retryAfter'); this.u8(p.expiry, 'policy.expiry'); this.u8(p.fail, 'policy.fail');
+    this.i64(p.reconcileBackoffBase, 'policy.reconcileBackoffBase'); this.i64(p.reconcileBackoffCap, 'policy.reconcileBackoffCap');
+    this.u32(p.reconcileAttemptsMax, 'policy.reconcileAttemptsMax'); this.i64(p.tombstoneRetention, 'policy.tombstoneRetention');
+    this.i64(p.keyBytesMax, 'policy.keyBytesMax'); this.i64(p.requestBytesMax, 'policy.requestBytesMax');
+    this.i64(p.responseBytesMax, 'policy.responseBytesMax');
     const r = record;
-    this.str(r.tenant); this.str(r.principal); this.str(r.useCase); this.str(r.key);
-    this.u8(r.status); this.fingerprint(r.fingerprint); this.u64(r.token); this.u64(r.version);
-    this.response(r.response); this.str(r.lastErrorCode);
-    this.time(r.lockedUntil); this.time(r.reconcileAfter); this.u32(r.reconcileAttempts);
-    this.time(r.createdAt); this.time(r.completedAt); this.time(r.expiresAt);
+    this.str(r.tenant, 'record.tenant'); this.str(r.principal, 'record.principal');
+    this.str(r.useCase, 'record.useCase'); this.str(r.key, 'record.key');
+    this.u8(r.status, 'record.status'); this.fingerprint(r.fingerprint, 'record.fingerprint');
+    this.u64(r.token, 'record.token'); this.u64(r.version, 'record.version');
+    this.response(r.response, RECORD_RESPONSE); this.str(r.lastErrorCode, 'record.lastErrorCode');
+    this.time(r.lockedUntil, 'record.lockedUntil'); this.time(r.reconcileAfter, 'record.reconcileAfter');
+    this.u32(r.reconcileAttempts, 'record.reconcileAttempts');
+    this.time(r.createdAt, 'record.createdAt'); this.time(r.completedAt, 'record.completedAt'); this.time(r.expiresAt, 'record.expiresAt');
+    // An event's fields other than kind and now may be left out: their zero
+    // values, as in Go, which the core ignores where they do not count for
+    // the kind and refuses where they do.
     const e = event;
-    this.u8(e.kind); this.time(e.now); this.fingerprint(e.fingerprint); this.u64(e.token);
-    this.response(e.response); this.str(e.errorCode); this.u8(e.verdict);
+    this.u8(e.kind, 'event.kind'); this.time(e.now, 'event.now');
+    this.fingerprint(e.fingerprint === undefined ? ZERO_FINGERPRINT : e.fingerprint, 'event.fingerprint');
+    this.u64(e.token === undefined ? 0 : e.token, 'event.token');
+    this.response(e.response === undefined ? ZERO_RESPONSE : e.response, EVENT_RESPONSE);
+    this.str(e.errorCode === undefined ? '' : e.errorCode, 'event.errorCode');
+    this.u8(e.verdict === undefined ? 0 : e.verdict, 'event.verdict');
   }
 }
 
 // Reader decodes an answer (ABI.md, "Answer"), copying what it keeps.
 class Reader {
   constructor(bytes) { this.b = bytes; this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); this.off = 0; }
-  need(k) { if (this.off + k > this.b.length) throw new Error('idem/wasm: malformed answer from the guest: truncated'); }
+  need(k) { if (this.off + k > this.b.length) throw new MalformedAnswerError('truncated'); }
   u8() { this.need(1); return this.b[this.off++]; }
   u32() { this.need(4); const v = this.view.getUint32(this.off, true); this.off += 4; return v; }
   u64() { this.need(8); const v = this.view.getBigUint64(this.off, true); this.off += 8; return v; }
-  i64() { return BigInt.asIntN(64, this.u64()); }
+  i64() { this.need(8); const v = this.view.getBigInt64(this.off, true); this.off += 8; return v; }
   raw(k) { this.need(k); const v = this.b.slice(this.off, this.off + k); this.off += k; return v; }
   str() { return decoder.decode(this.raw(this.u32())); }
   time() {
     const tag = this.u8();
     if (tag === 0) return null;
-    if (tag !== 1 && tag !== 2) throw new Error(`idem/wasm: malformed answer from the guest: time tag ${tag}`);
+    if (tag !== 1 && tag !== 2) throw new MalformedAnswerError(`time tag ${tag}`);
     const sec = this.i64();
-    return sec * NANOS + BigInt(this.u32());
+    const nsec = this.u32();
+    if (nsec >= 1e9) throw new MalformedAnswerError(`${nsec} nanoseconds`);
+    return sec * NANOS + BigInt(nsec);
   }
   response() {
     const statusCode = Number(this.i64());
     const schemaVersion = this.u32();
     let headers = null;
     const n = this.u32();
-    if (n !== 0xffffffff) {
+    if (n !== NIL) {
+      if (n > (this.b.length - this.off) / 8) throw new MalformedAnswerError('truncated'); // a header is at least 8 bytes
       headers = [];
       for (let i = 0; i < n; i++) headers.push({ name: this.str(), value: this.str() });
     }
     const bn = this.u32();
-    const body = bn === 0xffffffff ? null : this.raw(bn);
+    const body = bn === NIL ? null : this.raw(bn);
     return { statusCode, headers, body, schemaVersion };
   }
+  end() { if (this.off !== this.b.length) throw new MalformedAnswerError('trailing bytes'); }
 }
 
 const CHANGED = {
   scope: 1, status: 2, fingerprint: 4, token: 8, version: 16, response: 32, lastErrorCode: 64,
   lockedUntil: 128, reconcileAfter: 256, reconcileAttempts: 512, createdAt: 1024, completedAt: 2048, expiresAt: 4096,
 };
+const CHANGED_ALL = 8191;
 
 function applyAnswer(bytes, record, event) {
   const r = new Reader(bytes);
@@ -172,15 +355,17 @@ function applyAnswer(bytes, record, event) {
   if (status === 1) {
     const code = r.u8();
     const message = r.str();
+    r.end();
     const name = ERROR_CODES[code] ?? (code === 254 ? 'ErrMalformedRequest' : 'ErrUnidentified');
     throw new IdemError(name, message);
   }
-  if (status !== 0) throw new Error(`idem/wasm: malformed answer from the guest: status ${status}`);
+  if (status !== 0) throw new MalformedAnswerError(`status ${status}`);
   const result = {
     decision: { kind: r.u8(), token: r.u64(), retryAfter: r.i64() },
     write: { kind: r.u8(), expectVersion: r.u64(), expectToken: r.u64() },
   };
   const mask = r.u32();
+  if ((mask & ~CHANGED_ALL) !== 0) throw new MalformedAnswerError('unknown change bits');
   const next = { ...record };
   if (mask & CHANGED.scope) { next.tenant = r.str(); next.principal = r.str(); next.useCase = r.str(); next.key = r.str(); }
   if (mask & CHANGED.status) next.status = r.u8();
@@ -189,10 +374,10 @@ function applyAnswer(bytes, record, event) {
   if (mask & CHANGED.version) next.version = r.u64();
   if (mask & CHANGED.response) {
     const tag = r.u8();
-    if (tag === 0) next.response = { statusCode: 0, headers: null, body: null, schemaVersion: 0 };
-    else if (tag === 1) next.response = event.response;
+    if (tag === 0) next.response = zeroResponse();
+    else if (tag === 1) next.response = event.response ?? zeroResponse(); // shared, as the native Step shares it
     else if (tag === 2) next.response = r.response();
-    else throw new Error(`idem/wasm: malformed answer from the guest: response tag ${tag}`);
+    else throw new MalformedAnswerError(`response tag ${tag}`);
   }
   if (mask & CHANGED.lastErrorCode) next.lastErrorCode = r.str();
   if (mask & CHANGED.lockedUntil) next.lockedUntil = r.time();
@@ -201,9 +386,34 @@ function applyAnswer(bytes, record, event) {
   if (mask & CHANGED.createdAt) next.createdAt = r.time();
   if (mask & CHANGED.completedAt) next.completedAt = r.time();
   if (mask & CHANGED.expiresAt) next.expiresAt = r.time();
-  if (r.off !== bytes.length) throw new Error('idem/wasm: malformed answer from the guest: trailing bytes');
+  r.end();
   return { result, record: next };
 }
+
+// wasiClass loads node:wasi, which emits an ExperimentalWarning when it is
+// first loaded (Node 20), without printing that warning: process.emitWarning
+// is wrapped for the synchronous require alone, and drops only that one
+// warning; every other warning, then or later, goes through.
+let WASIClass = null;
+function wasiClass() {
+  if (WASIClass !== null) return WASIClass;
+  const emit = process.emitWarning;
+  process.emitWarning = function emitWarningButWASI(warning, ...rest) {
+    const type = typeof rest[0] === 'string' ? rest[0] : rest[0]?.type;
+    const message = typeof warning === 'string' ? warning : warning?.message;
+    if (type === 'ExperimentalWarning' && typeof message === 'string' && message.startsWith('WASI is an experimental feature')) return;
+    return Reflect.apply(emit, this, [warning, ...rest]);
+  };
+  try {
+    WASIClass = createRequire(import.meta.url)('node:wasi').WASI;
+  } finally {
+    process.emitWarning = emit;
+  }
+  return WASIClass;
+}
+
+// The exports of the ABI, by kind (ABI.md, "Imports and exports").
+const EXPORTS = { idem_abi_version: 'function', idem_input: 'function', idem_step: 'function', memory: 'memory' };
 
 /**
  * Compiles the module and returns a core whose step() is the Go core.Step.
@@ -214,44 +424,71 @@ export async function load(options = {}) {
   let bytes = options.wasm ?? new URL('../idem.wasm', import.meta.url);
   if (bytes instanceof URL || typeof bytes === 'string') bytes = await readFile(bytes);
   const module = await WebAssembly.compile(bytes);
-  const exportNames = WebAssembly.Module.exports(module).map((e) => e.name);
-  if (!exportNames.includes('idem_abi_version')) {
+  const exported = new Map(WebAssembly.Module.exports(module).map((e) => [e.name, e.kind]));
+  if (exported.get('idem_abi_version') !== 'function') {
     throw new AbiVersionError(`idem/wasm: module ABI version mismatch: the module exports no idem_abi_version; this host speaks ABI v${ABI_VERSION}`);
   }
-  let inst = null;
+  const missing = Object.keys(EXPORTS).filter((name) => exported.get(name) !== EXPORTS[name]);
+  const usesWASI = WebAssembly.Module.imports(module).some((i) => i.module === 'wasi_snapshot_preview1');
   const writer = new Writer();
 
   async function instantiate() {
     const imports = {};
     let wasi = null;
-    if (WebAssembly.Module.imports(module).some((i) => i.module === 'wasi_snapshot_preview1')) {
+    if (usesWASI) {
+      const WASI = wasiClass();
       wasi = new WASI({ version: 'preview1', args: [], env: {}, returnOnExit: true });
       imports.wasi_snapshot_preview1 = wasi.wasiImport;
     }
     const instance = await WebAssembly.instantiate(module, imports);
-    // A reactor: initialize() runs _initialize, which starts the Go runtime.
-    if (wasi && instance.exports._initialize) wasi.initialize(instance);
-    const version = instance.exports.idem_abi_version();
-    if (version !== ABI_VERSION) {
-      throw new AbiVersionError(`idem/wasm: module ABI version mismatch: the module speaks ABI v${version}, this host speaks v${ABI_VERSION}; rebuild the module or upgrade the host`);
+    const ex = instance.exports;
+    // A reactor: initialize() runs _initialize, which starts the Go runtime
+    // (and needs the memory: a module without it is not initialised, and
+    // only asked its version, for the error).
+    if (missing.length === 0) {
+      if (wasi) wasi.initialize(instance);
+      else if (typeof ex._initialize === 'function') ex._initialize();
     }
-    return { exports: instance.exports, inputAddr: 0, inputCap: 0 };
+    let version = '?';
+    try {
+      version = ex.idem_abi_version();
+    } catch (err) {
+      if (missing.length === 0) throw err;
+    }
+    const lacks = missing.length === 0 ? '' : `the export ${missing.join(', ')}`;
+    if (version !== ABI_VERSION) {
+      throw new AbiVersionError(`idem/wasm: module ABI version mismatch: the module speaks ABI v${version}${lacks && ` and lacks ${lacks}`}, this host speaks v${ABI_VERSION}; rebuild the module or upgrade the host`);
+    }
+    if (lacks) throw new AbiVersionError(`idem/wasm: module ABI version mismatch: the module claims ABI v${ABI_VERSION} but lacks ${lacks}`);
+    return { exports: ex, inputAddr: 0, inputCap: 0 };
   }
 
-  inst = await instantiate();
-  let pending = null; // a fresh instance being made after a trap
+  let inst = await instantiate();
+  // After a trap: the replacement being made, or the error that stopped the last one.
+  let pending = null;
+  let replaceError = null;
+  function replace() {
+    pending = instantiate().then(
+      (i) => { inst = i; pending = null; replaceError = null; },
+      (err) => { pending = null; replaceError = err; },
+    );
+  }
 
   return {
     abiVersion: ABI_VERSION,
     /**
      * core.Step: returns the result and the record after the event, or
-     * throws IdemError for an event the core refuses. The record passed in
-     * is not modified.
+     * throws IdemError for an event the core refuses (IdemInputError for a
+     * value the host refuses). The record passed in is not modified.
      */
     step(record, event, policy) {
-      if (inst === null) throw new TrapError('idem/wasm: the module trapped and its replacement is not ready yet; retry after ready()');
       writer.reset();
       writer.request(record, event, policy);
+      if (inst === null) {
+        if (pending === null) replace(); // the last replacement failed: try again
+        throw new TrapError('idem/wasm: the module trapped and its replacement is not ready yet; retry after ready()',
+          replaceError === null ? undefined : { cause: replaceError });
+      }
       const n = writer.n;
       const ex = inst.exports;
       let packed;
@@ -262,15 +499,26 @@ export async function load(options = {}) {
       } catch (err) {
         // The instance's state is unknown after a trap: never reuse it.
         inst = null;
-        pending = instantiate().then((i) => { inst = i; pending = null; });
-        throw new TrapError(`idem/wasm: the module trapped: ${err.message}`, { cause: err });
+        replace();
+        // proc_exit throws a symbol (returnOnExit), a trap a RuntimeError.
+        const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);
+        throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });
       }
       const addr = Number(BigInt.asUintN(64, packed) >> 32n);
       const len = Number(BigInt.asUintN(32, packed));
       // memory.buffer is read after the call: the guest may have grown it.
-      return applyAnswer(new Uint8Array(ex.memory.buffer, addr, len), record, event);
+      const memory = ex.memory.buffer;
+      if (addr + len > memory.byteLength) throw new MalformedAnswerError(`answer at ${addr}+${len} is outside the module's memory`);
+      return applyAnswer(new Uint8Array(memory, addr, len), record, event);
     },
-    /** Resolves when the instance is usable (after a trap, once it is replaced). */
-    async ready() { if (pending) await pending; },
+    /**
+     * Resolves when the instance is usable: at once, or after a trap once
+     * it is replaced; rejects with a TrapError if it could not be.
+     */
+    async ready() {
+      if (inst === null && pending === null) replace();
+      if (pending !== null) await pending;
+      if (inst === null) throw new TrapError('idem/wasm: the module trapped and could not be instantiated again', { cause: replaceError });
+    },
   };
 }

@@ -1,50 +1,15 @@
-// node --test: replays testdata/steps.json (the core's golden scenarios and
-// rapid cases, with the native Go core's answers, written by
+// node --test: replays testdata/steps.json (the core's golden scenarios, the
+// cases at the edges of the ABI's ranges and rapid cases, with the native Go
+// core's answers, written by
 // go test ./wasm/ -run TestNodeFixtureFresh -update-fixture) through this host.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { load, IdemError, AbiVersionError, ABI_VERSION, defaultPolicy, absentRecord } from './idem.mjs';
+import { record, event, policy, result } from './testdata/convert.mjs';
 
 const fixture = JSON.parse(await readFile(new URL('./testdata/steps.json', import.meta.url), 'utf8'));
 const core = await load();
-
-const big = (s) => BigInt(s);
-const time = (s) => (s === null ? null : BigInt(s));
-const hex = (s) => Uint8Array.from(Buffer.from(s, 'hex'));
-const bytes = (s) => (s === null ? null : Uint8Array.from(Buffer.from(s, 'base64')));
-
-function response(r) {
-  return { statusCode: r.statusCode, headers: r.headers, body: bytes(r.body), schemaVersion: r.schemaVersion };
-}
-function record(r) {
-  return {
-    tenant: r.tenant, principal: r.principal, useCase: r.useCase, key: r.key, status: r.status,
-    fingerprint: hex(r.fingerprint), token: big(r.token), version: big(r.version), response: response(r.response),
-    lastErrorCode: r.lastErrorCode, lockedUntil: time(r.lockedUntil), reconcileAfter: time(r.reconcileAfter),
-    reconcileAttempts: r.reconcileAttempts, createdAt: time(r.createdAt), completedAt: time(r.completedAt),
-    expiresAt: time(r.expiresAt),
-  };
-}
-function event(e) {
-  return {
-    kind: e.kind, now: time(e.now), fingerprint: hex(e.fingerprint), token: big(e.token),
-    response: response(e.response), errorCode: e.errorCode, verdict: e.verdict,
-  };
-}
-function policy(p) {
-  return {
-    ...p, leaseDuration: big(p.leaseDuration), ttl: big(p.ttl), inFlightWait: big(p.inFlightWait),
-    retryAfter: big(p.retryAfter), reconcileBackoffBase: big(p.reconcileBackoffBase),
-    reconcileBackoffCap: big(p.reconcileBackoffCap), tombstoneRetention: big(p.tombstoneRetention),
-  };
-}
-function result(r) {
-  return {
-    decision: { kind: r.decisionKind, token: big(r.decisionToken), retryAfter: big(r.retryAfter) },
-    write: { kind: r.writeKind, expectVersion: big(r.expectVersion), expectToken: big(r.expectToken) },
-  };
-}
 
 test('the fixture covers the golden scenarios and refusals', () => {
   const golden = fixture.cases.filter((c) => c.name.startsWith('golden '));

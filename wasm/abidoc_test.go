@@ -1,0 +1,128 @@
+package wasmcore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/wasm/internal/abi"
+)
+
+// TestABIDocument holds ABI.md to package abi where a number or a name of
+// the layout is written in both: the version, the exports, the error codes,
+// the change bits, the tags, the nil length and the answer statuses.
+func TestABIDocument(t *testing.T) {
+	src, err := os.ReadFile("ABI.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src)
+	must := func(what, text string) {
+		t.Helper()
+		if !strings.Contains(doc, text) {
+			t.Errorf("ABI.md does not say %s: %q", what, text)
+		}
+	}
+	must("the version in its title", fmt.Sprintf("# idem.wasm ABI, version %d\n", abi.Version))
+	must("the version idem_abi_version returns", fmt.Sprintf("| `%s` | `() -> i32` | this document's version: `%d` |", abi.ExportVersion, abi.Version))
+	for _, name := range []string{abi.ExportInput, abi.ExportStep, abi.ExportMemory} {
+		must("an export", fmt.Sprintf("| `%s` |", name))
+	}
+	if n := len(regexp.MustCompile("(?m)^\\| `[a-z_]+` \\|").FindAllString(doc, -1)); n != 5 {
+		t.Errorf("ABI.md's export table has %d rows, want 5 (_initialize and the four of package abi)", n)
+	}
+	if m := regexp.MustCompile(`version (\d+)|version is (\d+)|v(\d+)\b`).FindAllStringSubmatch(doc, -1); len(m) == 0 {
+		t.Error("no version found in ABI.md: is the pattern broken?")
+	} else {
+		for _, g := range m {
+			if v := g[1] + g[2] + g[3]; v != fmt.Sprint(abi.Version) {
+				t.Errorf("ABI.md names version %s: %q", v, g[0])
+			}
+		}
+	}
+
+	// The error table: a row holds two codes, each `| code | `sentinel` |`.
+	codes := map[string]string{}
+	for _, m := range regexp.MustCompile("\\| (\\d+) \\| `(Err\\w+)` ").FindAllStringSubmatch(doc, -1) {
+		codes[m[1]] = m[2]
+	}
+	for i, name := range sentinelNames {
+		if codes[fmt.Sprint(i)] != name {
+			t.Errorf("ABI.md's error code %d is %q, abi.Sentinels[%d] is %s", i, codes[fmt.Sprint(i)], i, name)
+		}
+	}
+	if len(codes) != len(sentinelNames) {
+		t.Errorf("ABI.md lists %d error codes with a sentinel, abi.Sentinels has %d", len(codes), len(sentinelNames))
+	}
+	must("the malformed-request code", fmt.Sprintf("| | | %d | the guest could not decode the request", abi.CodeMalformedRequest))
+	must("the unidentified code", fmt.Sprintf("| | | %d | an error wrapping none of these |", abi.CodeUnidentified))
+
+	// The change bits, in the order of abi's Changed constants.
+	bits := changedNames(t)
+	m := regexp.MustCompile(`(?s)u32 changed\s+(.*?)\nthen the value`).FindStringSubmatch(doc)
+	if m == nil {
+		t.Fatal("ABI.md has no change-mask list")
+	}
+	listed := regexp.MustCompile(`(?:bit |,\s+)(\d+) ([a-z_]+)`).FindAllStringSubmatch(m[1], -1)
+	if len(listed) != len(bits) {
+		t.Fatalf("ABI.md lists %d change bits, abi has %d: %v", len(listed), len(bits), bits)
+	}
+	for i, l := range listed {
+		if l[1] != fmt.Sprint(i) || l[2] != bits[i] {
+			t.Errorf("ABI.md's change bit %s is %s, abi's bit %d is %s", l[1], l[2], i, bits[i])
+		}
+	}
+
+	must("the nil length", fmt.Sprintf("length `0x%X` is a nil slice", nilLength()))
+	must("the nil header count", fmt.Sprintf("`0x%X` for nil; then per header", nilLength()))
+	must("the answer statuses", fmt.Sprintf("First byte: `%d` (OK) or `%d` (refused).", abi.AnswerOK, abi.AnswerRefused))
+	must("the zero time's tag", fmt.Sprintf("`%d` = the zero time", abi.TimeZero))
+	must("an instant's tag", fmt.Sprintf("`%d` = an instant: `i64` Unix seconds, `u32` nanoseconds (< 10^9)", abi.TimeInstant))
+	must("the from-now tag", fmt.Sprintf("tag may also be `%d`: an instant derived from the event's `now`", abi.TimeFromNow))
+	must("the response tags", fmt.Sprintf("A changed response is `u8`: `%d` cleared (`Response{}`), `%d`\nthe event's response", abi.ResponseCleared, abi.ResponseFromEvent))
+	must("the explicit response tag", fmt.Sprintf("`%d` a `response` follows", abi.ResponseExplicit))
+	must("the highest change bit", fmt.Sprintf("a change bit above %d", len(bits)-1))
+}
+
+// nilLength is abi's length of a nil slice (unexported there), as the
+// request of a record with nil headers shows it: the header count before
+// the body's length (fakeEchoOffset).
+func nilLength() uint32 {
+	req := abi.AppendRequest(nil, &core.Record{}, &core.Event{}, &core.Policy{})
+	return binary.LittleEndian.Uint32(req[fakeEchoOffset-4:])
+}
+
+// changedNames are abi's Changed constants in order, in ABI.md's words:
+// ChangedLastErrorCode is last_error_code.
+func changedNames(t *testing.T) []string {
+	f := abiSource(t)
+	var names []string
+	snake := regexp.MustCompile(`([a-z])([A-Z])`)
+	ast.Inspect(f, func(n ast.Node) bool {
+		spec, ok := n.(*ast.ValueSpec)
+		if !ok || len(spec.Names) != 1 || !strings.HasPrefix(spec.Names[0].Name, "Changed") {
+			return true
+		}
+		name := strings.TrimPrefix(spec.Names[0].Name, "Changed")
+		names = append(names, strings.ToLower(snake.ReplaceAllString(name, "${1}_${2}")))
+		return false
+	})
+	return names
+}
+
+// abiSource is package abi's abi.go, parsed.
+func abiSource(t *testing.T) *ast.File {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "internal/abi/abi.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
