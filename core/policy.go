@@ -62,6 +62,12 @@ func (m FailMode) String() string {
 // window, not an archive.
 const TTLCap = 72 * time.Hour
 
+// ResponseBytesLimit is the most any policy may allow for ResponseBytesMax:
+// what every driver can store in one record (PostgreSQL's fields end at
+// 1 GB, Redis values at 512 MB), with room to spare; a response the store
+// cannot hold must be refused before anything runs, not after.
+const ResponseBytesLimit = 64 << 20
+
 // Policy holds every tunable of the lifecycle. Build it with DefaultPolicy
 // and change fields; Validate (which Step calls) refuses values out of range.
 type Policy struct {
@@ -85,7 +91,7 @@ type Policy struct {
 	TombstoneRetention time.Duration
 	KeyBytesMax        int // at most KeyBytesLimit
 	RequestBytesMax    int // bound on the request body the edge reads and fingerprints
-	ResponseBytesMax   int // bound on a stored response (body and headers)
+	ResponseBytesMax   int // bound on a stored response (body and headers), at most ResponseBytesLimit
 }
 
 // DefaultPolicy returns the defaults of SPEC §5.
@@ -141,6 +147,8 @@ func (p *Policy) Validate() error {
 		return refuse(ErrInvalidPolicy, "request bytes max %d must be positive", p.RequestBytesMax)
 	case p.ResponseBytesMax <= 0:
 		return refuse(ErrInvalidPolicy, "response bytes max %d must be positive", p.ResponseBytesMax)
+	case p.ResponseBytesMax > ResponseBytesLimit:
+		return refuse(ErrInvalidPolicy, "response bytes max %d is over the limit of %d", p.ResponseBytesMax, ResponseBytesLimit)
 	}
 	return nil
 }

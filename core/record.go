@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"math"
 	"time"
 )
 
@@ -222,6 +223,10 @@ func (r *Record) validate() error {
 	switch {
 	case r.Version == 0:
 		return refuse(ErrInvalidRecord, "%v record with version 0", r.Status)
+	case r.Version == math.MaxUint64:
+		// Its next write would wrap the version to 0: refused rather than
+		// wrapped (no record is written 2^64 - 1 times but a broken one).
+		return refuse(ErrInvalidRecord, "%v record at the last version, %d", r.Status, r.Version)
 	case r.Token == 0:
 		return refuse(ErrInvalidRecord, "%v record without a fencing token", r.Status)
 	case r.Fingerprint.IsZero():

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"time"
 )
 
@@ -307,7 +308,9 @@ func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, erro
 		failedRetryable(rec, now, p, CodeReconciled)
 	default: // VerdictStillUnknown
 		backoff := p.reconcileBackoff(rec.ReconcileAttempts)
-		rec.ReconcileAttempts++
+		if rec.ReconcileAttempts < math.MaxUint32 { // saturates: a count that wrapped would reschedule a record given up
+			rec.ReconcileAttempts++
+		}
 		if ev.ErrorCode != "" {
 			rec.LastErrorCode = ev.ErrorCode // why the reconciler could not tell
 		}

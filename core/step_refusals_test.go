@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,37 @@ func TestStepRefusesBadErrorCodes(t *testing.T) {
 			t.Fatalf("%v (verdict %v) with code %q, which does not count: %v", ev.Kind, ev.Verdict, code, err)
 		}
 	})
+}
+
+// TestCountersAtTheirEnd: a record at the last version is refused, not
+// wrapped to 0 (after which the core would refuse it as corrupt); the
+// reconcile attempts saturate, so a record given up stays given up; a
+// policy may allow responses up to ResponseBytesLimit and not one byte more.
+func TestCountersAtTheirEnd(t *testing.T) {
+	p := DefaultPolicy()
+	last := Record{Scope: scopeA, Status: StatusInProgress, Fingerprint: fpA, Token: 1, Version: math.MaxUint64, LockedUntil: t0}
+	if _, err := Step(&last, &Event{Kind: EventSweep, Now: t0.Add(time.Second)}, &p); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("a record at version 2^64-1: %v", err)
+	}
+	last.Version = math.MaxUint64 - 1
+	if tr, err := Step(&last, &Event{Kind: EventSweep, Now: t0.Add(time.Second)}, &p); err != nil || last.Version != math.MaxUint64 || tr.Write.ExpectVersion != math.MaxUint64-1 {
+		t.Fatalf("the last bump: %v, version %d", err, last.Version)
+	}
+
+	p.ReconcileAttemptsMax = math.MaxUint32
+	unknown := Record{Scope: scopeA, Status: StatusUnknown, Fingerprint: fpA, Token: 1, Version: 1, ReconcileAttempts: math.MaxUint32, ReconcileAfter: t0}
+	tr, err := Step(&unknown, &Event{Kind: EventResolve, Now: t0, Token: 1, Verdict: VerdictStillUnknown}, &p)
+	if err != nil || tr.Decision.Kind != DecisionAbandoned || unknown.ReconcileAttempts != math.MaxUint32 || !unknown.ReconcileAfter.IsZero() {
+		t.Fatalf("still unknown at 2^32-1 attempts: %v %v, %s", tr.Decision.Kind, err, unknown.Describe())
+	}
+
+	p = DefaultPolicy()
+	p.ResponseBytesMax = ResponseBytesLimit
+	if err := p.Validate(); err != nil {
+		t.Fatalf("ResponseBytesMax at the limit: %v", err)
+	}
+	p.ResponseBytesMax++
+	if err := p.Validate(); !errors.Is(err, ErrInvalidPolicy) {
+		t.Fatalf("ResponseBytesMax one past the limit: %v", err)
+	}
 }
