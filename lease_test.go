@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,5 +157,48 @@ func TestLeaseEndCountsFromTheReserveSent(t *testing.T) {
 	})
 	if !toldBeforeEnd {
 		t.Fatal("the action was told after its lease had ended on the store's clock")
+	}
+}
+
+// TestAHungBeatIsCutShortSoTheNextExtends: the first heartbeat hangs in a
+// store that honours its context (a connection stuck on a dead peer); the
+// heartbeats after it go through. Each beat is bounded by the interval, so
+// the next beat extends the lease and an action that runs past its first
+// lease is not cancelled; a beat left to hang would let the lease run out.
+func TestAHungBeatIsCutShortSoTheNextExtends(t *testing.T) {
+	const lease = 1500 * time.Millisecond
+	mem := memstore.New(memstore.Options{Clock: time.Now})
+	var beats atomic.Int32
+	firstHangs := func(next store.ApplyFunc) store.ApplyFunc {
+		return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+			if ev.Kind == core.EventHeartbeat && beats.Add(1) == 1 {
+				<-ctx.Done() // hangs until the caller gives up on it
+				return ctx.Err()
+			}
+			return next(ctx, scope, ev, p, out)
+		}
+	}
+	s := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: firstHangs})
+	p := idem.DefaultPolicy()
+	p.LeaseDuration = lease
+	ex, err := idem.New(s, idem.WithPolicy(p), idem.WithHeartbeatInterval(lease/6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cause error
+	res, err := ex.Do(context.Background(), request(key1, payload), func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+		select {
+		case <-time.After(lease + lease/2):
+			return created, nil
+		case <-ctx.Done():
+			cause = context.Cause(ctx)
+			return idem.Response{}, ctx.Err()
+		}
+	})
+	if cause != nil || err != nil || !res.Recorded {
+		t.Fatalf("the action was cancelled (%v) although the beats after the hung one could extend its lease: %+v %v (%d beats)", cause, res, err, beats.Load())
+	}
+	if beats.Load() < 2 {
+		t.Fatalf("%d heartbeats: the schedule did not happen", beats.Load())
 	}
 }
