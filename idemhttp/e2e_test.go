@@ -594,6 +594,19 @@ func e2eRefusals(t *testing.T, b backend) {
 	w.pay(strings.Repeat("k", 256)).problem(t, http.StatusBadRequest, idem.CodeInvalidKey)
 	w.post(key1, "", "", "application/json", payment).problem(t, http.StatusUnauthorized, idemhttp.CodeUnauthenticated)
 	w.post(key1, "alice", "", "application/json", `{"a":1,"a":2}`).problem(t, http.StatusBadRequest, idem.CodeInvalidRequest)
+	// A key header that is there but empty is said to be empty; a list on
+	// one line, and parameters that are not RFC 9651's, are refused.
+	for value, says := range map[string]string{
+		"":                                 "empty",
+		key1 + ", " + key1[:30] + "other0": "list",
+		`"` + key1 + `";;;garbage!!`:       "parameter",
+	} {
+		a := w.send(call{method: http.MethodPost, path: "/payments", principal: "alice", contentType: "application/json", body: payment,
+			header: http.Header{idemhttp.DefaultKeyHeader: {value}}})
+		if p := a.problem(t, http.StatusBadRequest, idem.CodeInvalidKey); !strings.Contains(p.Detail, says) {
+			t.Errorf("key header %q: detail %q, want one that says %q", value, p.Detail, says)
+		}
+	}
 	if n := w.executions.Load(); n != 0 {
 		t.Fatalf("handler ran %d times for refused requests", n)
 	}

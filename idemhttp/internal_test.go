@@ -30,12 +30,43 @@ func TestKeyOf(t *testing.T) {
 		{"structured string", []string{`"` + k + `"`}, k, true, ""},
 		{"escapes", []string{`"a\"b\\c0123456789abcdef"`}, `a"b\c0123456789abcdef`, true, ""},
 		{"parameters", []string{`"` + k + `";v=1`}, k, true, ""},
-		{"empty", []string{""}, "", true, "missing"},
+		{"empty", []string{""}, "", true, "empty"},
 		{"twice", []string{k, k}, "", true, "more than once"},
 		{"unterminated", []string{`"` + k}, "", true, "no closing quote"},
 		{"bad escape", []string{`"a\x0123456789abcdef"`}, "", true, "invalid escape"},
 		{"trailing junk", []string{`"` + k + `"x`}, "", true, "followed by"},
 		{"control byte inside quotes", []string{"\"abc\x01def0123456789\""}, "", true, "0x01"},
+		// One line holding a list is two keys, as two lines are (RFC 9110
+		// lets an intermediary join them with commas): refused, bare or quoted.
+		{"bare list", []string{k + ", " + k + "2"}, "", true, "list"},
+		{"bare list without spaces", []string{k + "," + k}, "", true, "list"},
+		{"quoted list", []string{`"` + k + `", "` + k + `"`}, "", true, "list"},
+		{"quoted list after parameters", []string{`"` + k + `";a=1, "` + k + `"`}, "", true, "list"},
+		// Parameters are RFC 9651 parameters, or the value is refused.
+		{"every kind of parameter", []string{`"` + k + `";a;b=1;c=-1.5;d="x\"y";e=tok/en:1;f=:aGk=:;g=?0;h=@1700000000;i=%"caf%c3%a9";*j.k-l_m=?1`}, k, true, ""},
+		{"spaces after the item", []string{`"` + k + `";a=1  `}, k, true, ""},
+		{"spaces after the string", []string{`"` + k + `"  `}, k, true, ""},
+		{"space after a semicolon", []string{`"` + k + `"; a=1;  b`}, k, true, ""},
+		{"garbage parameters", []string{`"` + k + `";;;garbage!!`}, "", true, "parameter"},
+		{"empty parameter", []string{`"` + k + `";`}, "", true, "parameter"},
+		{"upper-case parameter key", []string{`"` + k + `";A=1`}, "", true, "parameter"},
+		{"parameter key starting with a digit", []string{`"` + k + `";1a=1`}, "", true, "parameter"},
+		{"no value after =", []string{`"` + k + `";a=`}, "", true, "no value"},
+		{"space before a semicolon", []string{`"` + k + `" ;a=1`}, "", true, "followed by"},
+		{"value not a bare item", []string{`"` + k + `";a=!x`}, "", true, "not a structured field value"},
+		{"integer of 16 digits", []string{`"` + k + `";a=1234567890123456`}, "", true, "integer"},
+		{"decimal of 4 fraction digits", []string{`"` + k + `";a=1.2345`}, "", true, "decimal"},
+		{"decimal ending with a dot", []string{`"` + k + `";a=1.`}, "", true, "decimal"},
+		{"decimal of 13 integer digits", []string{`"` + k + `";a=1234567890123.5`}, "", true, "decimal"},
+		{"a lone minus", []string{`"` + k + `";a=-`}, "", true, "integer"},
+		{"bad boolean", []string{`"` + k + `";a=?2`}, "", true, "boolean"},
+		{"bad byte sequence", []string{`"` + k + `";a=:@@:`}, "", true, "byte sequence"},
+		{"unterminated byte sequence", []string{`"` + k + `";a=:aGk=`}, "", true, "byte sequence"},
+		{"undecodable byte sequence", []string{`"` + k + `";a=:a:`}, "", true, "byte sequence"},
+		{"date with a fraction", []string{`"` + k + `";a=@1.5`}, "", true, "date"},
+		{"display string with upper-case hex", []string{`"` + k + `";a=%"%C3%A9"`}, "", true, "display string"},
+		{"display string not UTF-8", []string{`"` + k + `";a=%"%ff"`}, "", true, "display string"},
+		{"unterminated parameter string", []string{`"` + k + `";a="x`}, "", true, "no closing quote"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -314,4 +345,21 @@ func TestRetryAfterOnEveryComeBackProblem(t *testing.T) {
 			t.Errorf("%s: %d with Retry-After %q, want %d and none", e.Code, rec.Code, got, e.Status)
 		}
 	}
+}
+
+// FuzzKeyOf: no header value makes keyOf panic, and a key it accepts from
+// one line is one key: a bare key never holds a comma.
+func FuzzKeyOf(f *testing.F) {
+	for _, seed := range []string{
+		`"0123456789abcdef";a=1;b=?0`, `"k";;;garbage!!`, `"k";a=%"%c3%a9"`, `"k";a=:aGk=:`, `"k";a=-1.5`,
+		`"k";a=@1`, `"k", "l"`, "k, l", `"k`, `"\`, `"k";a=`, `"k";a=%"%`, `"k";a=:`, `"k";a=?`, `"k"   `,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		key, _, err := keyOf(http.Header{DefaultKeyHeader: {v}}, DefaultKeyHeader)
+		if err == nil && v[0] != '"' && strings.Contains(key, ",") {
+			t.Fatalf("%q: accepted the bare list %q", v, key)
+		}
+	})
 }
