@@ -32,7 +32,9 @@
 //     Route.ReplayHeaders), and Idempotent-Replayed: true;
 //   - a request while it runs waits for the policy's InFlightWait, then is
 //     replayed or answered 409 (or 202 by policy) with Retry-After;
-//   - the same key with another payload is answered 422;
+//   - the same key with another request (another body, method, path or
+//     query) is answered 422, whose detail names the parts that differ when
+//     the executor hands over the record's fingerprint;
 //   - a key whose outcome is unknown is answered 409 outcome_unknown with
 //     Retry-After until the reconciler settles it;
 //   - a store failure is answered 503 with Retry-After, and the handler does

@@ -805,7 +805,12 @@ func e2ePathPatternsAndMethods(t *testing.T, b backend) {
 	}
 	executedThenReplayed(http.MethodPost, "/accounts/a/payments", key1, `"account":"a"`) // the path value reaches the handler
 	to(http.MethodPost, "/accounts/b/payments", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
-	to(http.MethodPost, "/accounts/a/payments?dry_run=1", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	// A query alone is another request, and the answer does not call it
+	// another payload.
+	misuse := to(http.MethodPost, "/accounts/a/payments?dry_run=1", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	if strings.Contains(misuse.Detail, "payload") || !strings.Contains(misuse.Detail, "query") {
+		t.Errorf("the same key and body with a query: detail %q, want one that names the query and no payload", misuse.Detail)
+	}
 
 	const key2 = "1f0e3dad-9990-4cda-b3a4-6ec3d5b7a0c1"
 	executedThenReplayed(http.MethodPatch, "/accounts/a", key2, `"method":"PATCH"`) // PATCH is protected by default

@@ -363,3 +363,72 @@ func FuzzKeyOf(f *testing.F) {
 		}
 	})
 }
+
+// storedFP is the cause an ErrKeyMisuse carries when the executor hands
+// over the record's fingerprint.
+type storedFP idem.Fingerprint
+
+func (s storedFP) Error() string                       { return "stored fingerprint" }
+func (s storedFP) StoredFingerprint() idem.Fingerprint { return idem.Fingerprint(s) }
+
+// TestMismatchNamesWhatDiffers: given the stored fingerprint, a 422 names
+// exactly the parts of the request that differ (method, path, query, body);
+// without it, or for a fingerprint of another layout, it names every part
+// that counts, and never calls a query "another payload".
+func TestMismatchNamesWhatDiffers(t *testing.T) {
+	bodyA := rawFingerprint("u", "application/json", []byte(`{"a":1}`))
+	bodyB := rawFingerprint("u", "application/json", []byte(`{"a":2}`))
+	first := requestFingerprint(bodyA, "POST", "/accounts/a/payments")
+	for _, c := range []struct {
+		name string
+		fp   idem.Fingerprint
+		want string
+	}{
+		{"a query", requestFingerprint(bodyA, "POST", "/accounts/a/payments?x=1"), "(its query differs)"},
+		{"an empty query", requestFingerprint(bodyA, "POST", "/accounts/a/payments?"), "(its query differs)"},
+		{"a path", requestFingerprint(bodyA, "POST", "/accounts/b/payments"), "(its path differs)"},
+		{"a method", requestFingerprint(bodyA, "PATCH", "/accounts/a/payments"), "(its method differs)"},
+		{"a body", requestFingerprint(bodyB, "POST", "/accounts/a/payments"), "(its body differs)"},
+		{"path and query", requestFingerprint(bodyA, "POST", "/accounts/b/payments?x=1"), "(its path and query differ)"},
+		{"all", requestFingerprint(bodyB, "PUT", "/accounts/b/payments?x=1"), "(its method, path, query and body differ)"},
+	} {
+		e := &idem.Error{Code: idem.CodeKeyMisuse, Status: http.StatusUnprocessableEntity, Err: storedFP(first)}
+		if got := describeMismatch(e, c.fp); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	query := requestFingerprint(bodyA, "POST", "/accounts/a/payments?x=1")
+	var otherLayout idem.Fingerprint
+	copy(otherLayout[:], sha256.New().Sum(nil)) // a v1 record: no tags
+	for name, e := range map[string]*idem.Error{
+		"no stored fingerprint": idem.ErrKeyMisuse,
+		"another layout":        {Code: idem.CodeKeyMisuse, Err: storedFP(otherLayout)},
+	} {
+		if got := describeMismatch(e, query); got != misuseDetailUnknown || strings.Contains(got, "payload") {
+			t.Errorf("%s: %q, want %q", name, got, misuseDetailUnknown)
+		}
+	}
+}
+
+// TestRequestFingerprintPreImage: the request's fingerprint is the
+// documented layout, computed here independently.
+func TestRequestFingerprintPreImage(t *testing.T) {
+	field := func(b []byte) []byte { return append(binary.BigEndian.AppendUint64(nil, uint64(len(b))), b...) }
+	fnvFold := func(s string) byte {
+		h := uint32(2166136261)
+		for _, c := range []byte(s) {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		return byte(h) ^ byte(h>>8) ^ byte(h>>16) ^ byte(h>>24)
+	}
+	body := rawFingerprint("u", "text/csv", []byte("a,b\n"))
+	var pre []byte
+	for _, f := range [][]byte{[]byte("idem/http/target/v2"), body[:], []byte("POST"), []byte("/p/1?x=1")} {
+		pre = append(pre, field(f)...)
+	}
+	digest := sha256.Sum256(pre)
+	want := idem.Fingerprint(append(digest[:27:27], 0x02, fnvFold("POST"), fnvFold("/p/1"), fnvFold("?x=1"), fnvFold(string(body[:]))))
+	if got := requestFingerprint(body, "POST", "/p/1?x=1"); got != want {
+		t.Fatalf("request fingerprint %x, want the documented %x", got, want)
+	}
+}

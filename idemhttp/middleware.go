@@ -104,7 +104,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"))
 	default:
 		if e, ok := asIdemError(err); ok {
-			writeProblem(w, problemOf(e))
+			p := problemOf(e)
+			if e.Code == idem.CodeKeyMisuse {
+				p.Detail = describeMismatch(e, req.Fingerprint)
+			}
+			writeProblem(w, p)
 			return
 		}
 		// Only a context done before anything ran comes back as it is:

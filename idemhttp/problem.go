@@ -121,7 +121,7 @@ func detailOf(e *idem.Error) string {
 			return e.Err.Error()
 		}
 	case idem.CodeKeyMisuse:
-		return "this key was used with a different request payload: use a new key for a new request"
+		return misuseDetailUnknown // the middleware names the parts when it can (describeMismatch)
 	case idem.CodeInProgress:
 		return "another request with this key is running: retry after Retry-After seconds"
 	case idem.CodeOutcomeUnknown:
