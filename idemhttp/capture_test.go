@@ -126,6 +126,9 @@ func TestNewRefusesBadRoutes(t *testing.T) {
 		"replays the marker": {ex, idemhttp.Route{UseCase: "u", Principal: who, ReplayHeaders: []string{idemhttp.ReplayedHeader}},
 			"never replayed"},
 		"control byte in use case": {ex, idemhttp.Route{UseCase: "u\x00", Principal: who}, "control"},
+		"challenge with a newline": {ex, idemhttp.Route{UseCase: "u", Principal: who, AuthChallenge: "Basic\r\nX: 1"}, "challenge"},
+		"challenge without scheme": {ex, idemhttp.Route{UseCase: "u", Principal: who, AuthChallenge: ` realm="x"`}, "challenge"},
+		"challenge, two spaces":    {ex, idemhttp.Route{UseCase: "u", Principal: who, AuthChallenge: `Basic  realm="x"`}, "challenge"},
 	} {
 		if _, err := idemhttp.New(c.ex, c.rt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want one that says %q", name, err, c.want)

@@ -245,7 +245,7 @@ func TestProblemOfAnErrorWithoutStatus(t *testing.T) {
 	for _, status := range []int{0, 99, 600} {
 		p := problemOf(&idem.Error{Code: idem.CodeStoreUnavailable, Status: status})
 		rec := httptest.NewRecorder()
-		writeProblem(rec, p)
+		WriteProblem(rec, p)
 		if p.Status != http.StatusInternalServerError || rec.Code != http.StatusInternalServerError || p.Code != idem.CodeStoreUnavailable {
 			t.Errorf("status %d: problem %+v answered %d", status, p, rec.Code)
 		}
@@ -311,7 +311,7 @@ func TestProblemTypeURIsAreStable(t *testing.T) {
 	}
 	for _, c := range codes {
 		uri, ok := want[c]
-		if p := newProblem(c, http.StatusBadRequest, ""); !ok || p.Type != uri || p.Code != c {
+		if p := NewProblem(c, http.StatusBadRequest, ""); !ok || p.Type != uri || p.Code != c {
 			t.Errorf("code %q: type %q, want %q", c, p.Type, uri)
 		}
 	}
@@ -331,7 +331,7 @@ func TestRetryAfterOnEveryComeBackProblem(t *testing.T) {
 			e.RetryAfter = d
 			rec := httptest.NewRecorder()
 			p := problemOf(&e)
-			writeProblem(rec, p)
+			WriteProblem(rec, p)
 			if got := rec.Header().Get("Retry-After"); got != want || strconv.FormatInt(p.RetryAfterSeconds, 10) != want ||
 				!strings.Contains(rec.Body.String(), `"retryAfterSeconds":`+want) || rec.Code != sentinel.Status {
 				t.Errorf("%s %d after %v: Retry-After %q, body %s; want %s", e.Code, rec.Code, d, got, rec.Body, want)
@@ -340,7 +340,7 @@ func TestRetryAfterOnEveryComeBackProblem(t *testing.T) {
 	}
 	for _, e := range []*idem.Error{idem.ErrInvalidKey, idem.ErrInvalidRequest, idem.ErrKeyMisuse, idem.ErrNotExecuted, idem.ErrResponseInvalid} {
 		rec := httptest.NewRecorder()
-		writeProblem(rec, problemOf(e))
+		WriteProblem(rec, problemOf(e))
 		if got := rec.Header().Get("Retry-After"); got != "" || rec.Code != e.Status {
 			t.Errorf("%s: %d with Retry-After %q, want %d and none", e.Code, rec.Code, got, e.Status)
 		}

@@ -39,14 +39,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = core.ValidateKey(key, c.keyBytesMax)
 	}
 	if err != nil {
-		writeProblem(w, newProblem(idem.CodeInvalidKey, http.StatusBadRequest, c.keyHeader+": "+err.Error()))
+		WriteProblem(w, NewProblem(idem.CodeInvalidKey, http.StatusBadRequest, c.keyHeader+": "+err.Error()))
 		return
 	}
 	scope := idem.Scope{UseCase: c.useCase, Key: key, Principal: AnonymousPrincipal}
 	if c.principal != nil {
 		p, err := c.principal(r)
 		if err != nil || p == "" {
-			writeProblem(w, newProblem(CodeUnauthenticated, http.StatusUnauthorized, "the request names no caller"))
+			w.Header().Set("WWW-Authenticate", c.challenge)
+			WriteProblem(w, NewProblem(CodeUnauthenticated, http.StatusUnauthorized, "the request names no caller"))
 			return
 		}
 		scope.Principal = p
@@ -54,7 +55,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.tenant != nil {
 		t, err := c.tenant(r)
 		if err != nil {
-			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "tenant: "+err.Error()))
+			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "tenant: "+err.Error()))
 			return
 		}
 		scope.Tenant = t
@@ -67,18 +68,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeProblem(w, newProblem(CodeRequestTooLarge, http.StatusRequestEntityTooLarge,
+			WriteProblem(w, NewProblem(CodeRequestTooLarge, http.StatusRequestEntityTooLarge,
 				"the request body is over "+strconv.FormatInt(c.bodyBytesMax, 10)+" bytes"))
 			return
 		}
-		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
+		WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
 		return
 	}
 	run.bodyBuf = body
 	var bodyFP idem.Fingerprint
 	if ct := r.Header.Get("Content-Type"); isJSON(ct) {
 		if bodyFP, err = c.spec.Of(body); err != nil {
-			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
+			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
 			return
 		}
 	} else {
@@ -101,21 +102,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Retries get what the record says (see the package doc).
 		cw.send()
 	case err == nil:
-		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"))
+		WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"))
 	default:
 		if e, ok := asIdemError(err); ok {
 			p := problemOf(e)
 			if e.Code == idem.CodeKeyMisuse {
 				p.Detail = describeMismatch(e, req.Fingerprint)
 			}
-			writeProblem(w, p)
+			WriteProblem(w, p)
 			return
 		}
 		// Only a context done before anything ran comes back as it is:
 		// nothing was reserved, and it is not the store's failure.
-		p := newProblem(CodeRequestCancelled, http.StatusServiceUnavailable, "the request was cancelled before it ran: nothing was executed")
+		p := NewProblem(CodeRequestCancelled, http.StatusServiceUnavailable, "the request was cancelled before it ran: nothing was executed")
 		p.RetryAfterSeconds = 1
-		writeProblem(w, p)
+		WriteProblem(w, p)
 	}
 }
 
@@ -285,7 +286,7 @@ func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64, buf []byte)
 // response_invalid rather than replayed as something else.
 func writeReplay(w http.ResponseWriter, c *config, resp *idem.Response) {
 	if core.CheckStatus(resp.StatusCode, len(resp.Body)) != nil {
-		writeProblem(w, newProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
+		WriteProblem(w, NewProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
 			"the stored response cannot be replayed over HTTP"))
 		return
 	}

@@ -38,8 +38,9 @@ type Problem struct {
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
 	// Code is the stable idem.Code (or one of this package's Code* values):
-	// what a client should branch on, with Type.
-	Code idem.Code `json:"code"`
+	// what a client should branch on, with Type. Every problem of this
+	// package has one; an application's own may leave it out.
+	Code idem.Code `json:"code,omitempty"`
 	// RetryAfterSeconds repeats the Retry-After header, when there is one.
 	RetryAfterSeconds int64 `json:"retryAfterSeconds,omitempty"`
 }
@@ -84,8 +85,11 @@ func RetryAfterSeconds(d time.Duration) int64 {
 	return min(int64(s), math.MaxInt32) // a sane bound: no client waits 68 years
 }
 
-// newProblem builds the problem for code with status and detail.
-func newProblem(code idem.Code, status int, detail string) Problem {
+// NewProblem builds the problem for code with status and detail: its type
+// is ProblemTypeBase + code and its title the code's own (the status's
+// text for a code of another package). An application's own refusals (its
+// authentication's 401) can so look like the middleware's.
+func NewProblem(code idem.Code, status int, detail string) Problem {
 	title, ok := problemTitles[code]
 	if !ok {
 		title = http.StatusText(status)
@@ -103,7 +107,7 @@ func problemOf(e *idem.Error) Problem {
 	if status < 200 || status > 599 {
 		status = http.StatusInternalServerError
 	}
-	p := newProblem(e.Code, status, detailOf(e))
+	p := NewProblem(e.Code, status, detailOf(e))
 	switch e.Code {
 	case idem.CodeInProgress, idem.CodeOutcomeUnknown, idem.CodeStoreUnavailable:
 		p.RetryAfterSeconds = RetryAfterSeconds(e.RetryAfter)
@@ -132,10 +136,10 @@ func detailOf(e *idem.Error) string {
 	return ""
 }
 
-// writeProblem sends p. The body is built before anything is written, so a
-// failure to encode (which cannot happen for these fields) still sends a
-// status.
-func writeProblem(w http.ResponseWriter, p Problem) {
+// WriteProblem sends p as application/problem+json, with Retry-After when
+// p has one. The body is built before anything is written, so a failure to
+// encode (which cannot happen for these fields) still sends a status.
+func WriteProblem(w http.ResponseWriter, p Problem) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		body = []byte(`{"type":"about:blank","status":500}`)

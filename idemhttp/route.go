@@ -20,6 +20,10 @@ const DefaultKeyHeader = "Idempotency-Key"
 // response: the stored response is otherwise sent as it was.
 const ReplayedHeader = "Idempotent-Replayed"
 
+// DefaultAuthChallenge is a route's WWW-Authenticate on a 401 unless it
+// names its own: the bearer token scheme (RFC 6750), which most APIs take.
+const DefaultAuthChallenge = "Bearer"
+
 // AnonymousPrincipal is the principal of every request on a route marked
 // Anonymous: all its callers share one key space, so keys must be
 // unguessable (the core's 16-byte minimum is the floor, a UUID is better).
@@ -63,6 +67,11 @@ type Route struct {
 	// request's principal is AnonymousPrincipal. New refuses a Route with
 	// neither Principal nor Anonymous, and one with both.
 	Anonymous bool
+	// AuthChallenge is the WWW-Authenticate value of the 401 answered when
+	// Principal names no caller (RFC 9110 §11.6.1 wants a challenge on
+	// every 401): the scheme your authentication takes, with its
+	// parameters (Basic realm="api"). DefaultAuthChallenge if empty.
+	AuthChallenge string
 	// Tenant names the caller's tenant; none if nil. An error is answered
 	// 400.
 	Tenant func(*http.Request) (string, error)
@@ -94,6 +103,7 @@ type config struct {
 	spec         *fingerprint.Spec
 	principal    func(*http.Request) (string, error)
 	tenant       func(*http.Request) (string, error)
+	challenge    string   // WWW-Authenticate of a 401
 	replayed     []string // canonical
 	keyBytesMax  int
 	// responseBytesMax is the policy's stored-response limit: the capture
@@ -148,7 +158,7 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 	c := &config{
 		useCase: rt.UseCase, keyHeader: DefaultKeyHeader, keyOptional: rt.KeyOptional,
 		methods: []string{http.MethodPost, http.MethodPatch}, bodyBytesMax: int64(p.RequestBytesMax),
-		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant,
+		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant, challenge: DefaultAuthChallenge,
 		replayed: slices.Clone(alwaysReplayed), keyBytesMax: p.KeyBytesMax, responseBytesMax: p.ResponseBytesMax,
 	}
 	if rt.KeyHeader != "" {
@@ -156,6 +166,12 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 			return nil, fmt.Errorf("%s: key header %q is not an RFC 9110 field name", where, rt.KeyHeader)
 		}
 		c.keyHeader = http.CanonicalHeaderKey(rt.KeyHeader)
+	}
+	if rt.AuthChallenge != "" {
+		if !validChallenge(rt.AuthChallenge) {
+			return nil, fmt.Errorf("%s: auth challenge %q is not an RFC 9110 challenge (a scheme, then a space and its parameters)", where, rt.AuthChallenge)
+		}
+		c.challenge = rt.AuthChallenge
 	}
 	if rt.Methods != nil {
 		if len(rt.Methods) == 0 {
@@ -209,6 +225,17 @@ func (c *config) replayedName(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// validChallenge reports whether s is a challenge as WWW-Authenticate holds
+// it: an auth-scheme (a token), then optionally one space and parameters
+// without control bytes or a space at either end.
+func validChallenge(s string) bool {
+	scheme, params, hasParams := strings.Cut(s, " ")
+	if !hasParams {
+		return validToken(scheme)
+	}
+	return validToken(scheme) && params != "" && validValue(params) && strings.TrimSpace(params) == params
 }
 
 // validToken reports whether s is an RFC 9110 token (a field name, a method).

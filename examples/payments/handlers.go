@@ -14,15 +14,18 @@ import (
 type principalKey struct{}
 
 // authenticate stands in for real authentication: the X-Principal header
-// names the caller, and a request without one is answered 401. Replace it
-// with your identity provider's check; the idempotency route only needs
-// principalOf to name the caller it verified.
+// names the caller, and a request without one is answered 401, with the
+// challenge RFC 9110 wants and the same problem (RFC 9457) the middleware
+// answers when it finds no caller. Replace it with your identity
+// provider's check; the idempotency route only needs principalOf to name
+// the caller it verified.
 func authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.Header.Get("X-Principal")
 		if p == "" {
 			w.Header().Set("WWW-Authenticate", `X-Principal realm="payments example"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "X-Principal is required (a stand-in for authentication)"})
+			idemhttp.WriteProblem(w, idemhttp.NewProblem(idemhttp.CodeUnauthenticated, http.StatusUnauthorized,
+				"X-Principal is required (a stand-in for authentication)"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

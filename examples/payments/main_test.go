@@ -98,8 +98,11 @@ const key = "8e03978e-40d5-43e8-bc93-6894a57f9324"
 
 func TestPayments(t *testing.T) {
 	s := startService(t, options{})
-	if r := s.pay("", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`); r.status != http.StatusUnauthorized {
-		t.Fatalf("without X-Principal: %d, want 401", r.status)
+	// RFC 9110: a 401 has a challenge; RFC 9457: the refusal is a problem.
+	if r := s.pay("", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`); r.status != http.StatusUnauthorized ||
+		r.header.Get("WWW-Authenticate") == "" || r.header.Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(r.body, `"code":"unauthenticated"`) || !strings.Contains(r.body, `"status":401`) {
+		t.Fatalf("without X-Principal: %d %v %s, want a 401 problem with WWW-Authenticate", r.status, r.header, r.body)
 	}
 	first := s.pay("alice", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`)
 	if first.status != http.StatusCreated || !strings.Contains(first.body, `"status":"succeeded"`) || first.header.Get("Location") == "" {
