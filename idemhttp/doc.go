@@ -19,9 +19,11 @@
 // sent twice, a list, or malformed: keys are 16 to 255 bytes of printable
 // ASCII, see core.ValidateKey, bare or as an RFC 9651 String with strict
 // parameters), the principal (401 without one, with the route's
-// WWW-Authenticate challenge) and the tenant, then the body, once, up to
-// the route's limit (413). It fingerprints the body (a
-// fingerprint.Spec for JSON; the media type and the raw bytes otherwise),
+// WWW-Authenticate challenge) and the tenant, then the Content-Type (415
+// for a media type the route does not take: JSON only unless it names its
+// own, see Route.MediaTypes), then the body, once, up to the route's limit
+// (413). It fingerprints the body (a fingerprint.Spec for JSON; the media
+// type and the raw bytes otherwise),
 // with the method and the request target (so that one key sent to two
 // paths of a pattern is two requests), and hands the handler the same
 // bytes. The handler then runs at most once per (tenant, principal, use

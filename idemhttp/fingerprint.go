@@ -19,20 +19,6 @@ const RawDomainTag = "idem/http/raw/v1"
 // v2 is the layout with part tags (requestFingerprint).
 const TargetDomainTag = "idem/http/target/v2"
 
-// isJSON reports whether the Content-Type names JSON: application/json or a
-// +json structured syntax suffix (RFC 6839), any parameters aside. It does
-// not allocate: it runs on every protected request.
-func isJSON(contentType string) bool {
-	mt := contentType
-	if i := strings.IndexByte(mt, ';'); i >= 0 {
-		mt = mt[:i]
-	}
-	mt = strings.TrimSpace(mt)
-	const app, suffix = "application/json", "+json"
-	return strings.EqualFold(mt, app) ||
-		(len(mt) > len(suffix) && strings.EqualFold(mt[len(mt)-len(suffix):], suffix))
-}
-
 // mediaTypeOf is the Content-Type in one spelling for the raw fingerprint:
 // type and parameter names lower-cased, parameters sorted (what
 // mime.FormatMediaType writes), so that "Text/Plain; charset=utf-8" and

@@ -194,12 +194,60 @@ func TestRawFingerprint(t *testing.T) {
 	if requestFingerprint(body, "POST", "/accounts/a") != base {
 		t.Error("the request fingerprint is not deterministic")
 	}
-	for ct, want := range map[string]bool{
-		"application/json": true, "Application/JSON; charset=utf-8": true, "application/problem+json": true,
-		"text/plain": false, "": false, "application/jsonx": false, "+json": false,
+}
+
+// TestParseContentType: RFC 9110 media types with their parameters, JSON
+// told apart from the rest, the charset unquoted; what does not parse is
+// an error, never a guess.
+func TestParseContentType(t *testing.T) {
+	for v, want := range map[string]struct {
+		json    bool
+		charset string
+	}{
+		"application/json": {true, ""}, "Application/JSON; charset=utf-8": {true, "utf-8"}, "application/problem+json": {true, ""},
+		`application/json ;	Charset="UTF-8" ; v=1`: {true, "UTF-8"}, `application/json;;a=1;`: {true, ""},
+		`application/json; charset="utf\-8"`: {true, "utf-8"}, "text/plain;charset=latin1": {false, "latin1"},
+		"application/jsonx": {false, ""}, "text/json": {false, ""}, "application/x+json": {true, ""},
 	} {
-		if isJSON(ct) != want {
-			t.Errorf("isJSON(%q) = %v", ct, !want)
+		ct, err := parseContentType(v)
+		if err != nil || ct.isJSON() != want.json || ct.charset != want.charset {
+			t.Errorf("%q: %+v %v, want JSON %v, charset %q", v, ct, err, want.json, want.charset)
+		}
+	}
+	for _, v := range []string{
+		"json", "/json", "application/", "application/json charset=utf-8", "application/json; charset",
+		"application/json; =x", `application/json; charset="utf-8`, "application/json; a=\x01", "app lication/json",
+		"application/json; charset=utf-8; charset=latin1", "application/json; a=\"\x00\"",
+	} {
+		if ct, err := parseContentType(v); err == nil {
+			t.Errorf("%q: parsed as %+v", v, ct)
+		}
+	}
+}
+
+// TestMediaRanges: a route's media types as Route.MediaTypes takes them.
+func TestMediaRanges(t *testing.T) {
+	for pattern, cases := range map[string]map[string]bool{
+		"application/json": {"application/json": true, "APPLICATION/Json": true, "application/jsonx": false, "text/json": false},
+		"*/*+json":         {"application/problem+json": true, "text/x+JSON": true, "application/json": false, "application/+json": false},
+		"text/*":           {"text/csv": true, "text/plain": true, "application/csv": false},
+		"*/*":              {"text/csv": true, "application/octet-stream": true},
+		"Text/CSV":         {"text/csv": true, "text/csvx": false},
+	} {
+		m, err := parseMediaRange(pattern)
+		if err != nil {
+			t.Fatalf("%q: %v", pattern, err)
+		}
+		for v, want := range cases {
+			typ, sub, _ := strings.Cut(v, "/")
+			if m.matches(typ, sub) != want {
+				t.Errorf("%q matches %q: %v, want %v", pattern, v, !want, want)
+			}
+		}
+	}
+	for _, bad := range []string{"json", "application/json; charset=utf-8", "*/json", "a b/c", "text/", "*/*+", "/json"} {
+		if _, err := parseMediaRange(bad); err == nil {
+			t.Errorf("%q: accepted as a media type", bad)
 		}
 	}
 }
@@ -303,6 +351,7 @@ func TestProblemTypeURIsAreStable(t *testing.T) {
 		idem.CodeResponseInvalid:  page + "response_invalid",
 		CodeRequestTooLarge:       page + "request_too_large",
 		CodeUnauthenticated:       page + "unauthenticated",
+		CodeUnsupportedMediaType:  page + "unsupported_media_type",
 		CodeRequestCancelled:      page + "request_cancelled",
 	}
 	codes := ProblemCodes()

@@ -60,6 +60,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		scope.Tenant = t
 	}
+	// The media type before the body: a type the route does not take costs
+	// no body read.
+	ct := r.Header.Get("Content-Type")
+	isJSON, err := c.bodyMediaType(ct)
+	if err != nil {
+		writeUnsupportedMediaType(w, c, err)
+		return
+	}
 	// The attempt holds the request's state, its capture and the body's
 	// buffer in one allocation, pooled while the handler does not run.
 	run := attemptPool.Get().(*attempt)
@@ -77,12 +85,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	run.bodyBuf = body
 	var bodyFP idem.Fingerprint
-	if ct := r.Header.Get("Content-Type"); isJSON(ct) {
+	switch {
+	case isJSON:
 		if bodyFP, err = c.spec.Of(body); err != nil {
 			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
 			return
 		}
-	} else {
+	case ct == "" && len(body) > 0:
+		writeUnsupportedMediaType(w, c, c.errNoContentType())
+		return
+	default:
 		bodyFP = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
 	}
 	req := idem.Request{Scope: scope, Fingerprint: requestFingerprint(bodyFP, r.Method, r.URL.RequestURI())}

@@ -24,6 +24,10 @@ const (
 	CodeRequestTooLarge idem.Code = "request_too_large"
 	// CodeUnauthenticated: the route's principal extractor found no caller. 401.
 	CodeUnauthenticated idem.Code = "unauthenticated"
+	// CodeUnsupportedMediaType: the request's Content-Type is not one the
+	// route takes (Route.MediaTypes), or a body came without one. 415, with
+	// Accept.
+	CodeUnsupportedMediaType idem.Code = "unsupported_media_type"
 	// CodeRequestCancelled: the request's context ended before anything ran
 	// (the client went away, or the server is shutting down). Nothing was
 	// reserved or executed, and no store error is counted. 503.
@@ -58,6 +62,7 @@ var problemTitles = map[idem.Code]string{
 	idem.CodeResponseInvalid:  "The response cannot be stored for replay",
 	CodeRequestTooLarge:       "The request body is too large",
 	CodeUnauthenticated:       "The request is not authenticated",
+	CodeUnsupportedMediaType:  "The request's media type is not accepted",
 	CodeRequestCancelled:      "The request was cancelled before it ran",
 }
 
@@ -67,7 +72,7 @@ func ProblemCodes() []idem.Code {
 	return []idem.Code{
 		idem.CodeInvalidKey, idem.CodeInvalidRequest, idem.CodeKeyMisuse, idem.CodeInProgress,
 		idem.CodeOutcomeUnknown, idem.CodeNotExecuted, idem.CodeStoreUnavailable, idem.CodeResponseInvalid,
-		CodeRequestTooLarge, CodeUnauthenticated, CodeRequestCancelled,
+		CodeRequestTooLarge, CodeUnauthenticated, CodeUnsupportedMediaType, CodeRequestCancelled,
 	}
 }
 
@@ -153,6 +158,15 @@ func WriteProblem(w http.ResponseWriter, p Problem) {
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body) // the client may be gone: nothing left to tell it
+}
+
+// writeUnsupportedMediaType answers 415 with why (err) and, when the
+// route's media types can be said so, Accept (RFC 9110 §15.5.16).
+func writeUnsupportedMediaType(w http.ResponseWriter, c *config, err error) {
+	if c.accept != "" {
+		w.Header().Set("Accept", c.accept)
+	}
+	WriteProblem(w, NewProblem(CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, err.Error()))
 }
 
 // asIdemError reports err as an *idem.Error.

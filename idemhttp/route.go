@@ -49,11 +49,21 @@ type Route struct {
 	// fingerprinted (413 beyond it); the executor policy's RequestBytesMax
 	// if 0.
 	BodyBytesMax int64
-	// Fingerprint computes the fingerprint of JSON bodies (a Content-Type of
-	// application/json or */*+json), with its JSON Pointer Include/Exclude
-	// selection and schema version. If nil, fingerprint.NewSpec(UseCase, 1):
-	// the whole body, canonicalized. A body of any other type is
-	// fingerprinted as its media type and raw bytes (see RawDomainTag).
+	// MediaTypes are the request media types (Content-Type, parameters
+	// aside) the route takes: type/subtype, type/*, */*, or type/*+suffix
+	// (*/*+json: any +json type). A request of another type, or with a body
+	// and no Content-Type, is answered 415 before its body is read; a
+	// request without a body needs no Content-Type. A JSON type
+	// (application/json or +json) is fingerprinted by Fingerprint and must
+	// be UTF-8 (a charset other than utf-8 is refused); any other type, as
+	// its media type and raw bytes (see RawDomainTag). DefaultMediaTypes
+	// (JSON only) if nil: a handler that parses JSON never gets a body that
+	// skipped the canonical form and its duplicate-member check. Name the
+	// types of a route that takes others; []string{"*/*"} takes any.
+	MediaTypes []string
+	// Fingerprint computes the fingerprint of JSON bodies, with its JSON
+	// Pointer Include/Exclude selection and schema version. If nil,
+	// fingerprint.NewSpec(UseCase, 1): the whole body, canonicalized.
 	// Either way the request's method and target (path and query) count
 	// too (see TargetDomainTag): the same key and body sent to
 	// /accounts/a/payments and /accounts/b/payments are two requests, and
@@ -105,6 +115,9 @@ type config struct {
 	tenant       func(*http.Request) (string, error)
 	challenge    string   // WWW-Authenticate of a 401
 	replayed     []string // canonical
+	mediaTypes   []mediaRange
+	mediaList    string // the media types, for a 415's detail
+	accept       string // the Accept header of a 415; "" if none can be said
 	keyBytesMax  int
 	// responseBytesMax is the policy's stored-response limit: the capture
 	// stops buffering past it.
@@ -184,6 +197,9 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 			}
 			c.methods = append(c.methods, strings.ToUpper(m))
 		}
+	}
+	if err := c.setMediaTypes(rt.MediaTypes); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	switch {
 	case rt.BodyBytesMax < 0:

@@ -65,7 +65,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, os.Stderr, nil); err != nil {
+	if err := run(ctx, o, NewGateway(o.gatewayDelay), os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
 		os.Exit(1)
 	}
@@ -116,16 +116,16 @@ func openStore(ctx context.Context, o options) (s store.Store, closeStore func()
 	return nil, nil, fmt.Errorf("-store %q: want mem or pg", o.storeKind)
 }
 
-// run serves until ctx is done, then stops the server and the workers. If
-// ready is not nil, it receives the address once the server listens.
-func run(ctx context.Context, o options, logTo io.Writer, ready chan<- string) error {
+// run serves payments charged through gw until ctx is done, then stops the
+// server and the workers. If ready is not nil, it receives the address once
+// the server listens.
+func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready chan<- string) error {
 	logger := slog.New(slog.NewTextHandler(logTo, nil))
 	st, closeStore, err := openStore(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	gw := NewGateway(o.gatewayDelay)
 
 	// README:begin
 	// One executor for the whole process, built at start-up: every request

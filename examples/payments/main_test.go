@@ -23,6 +23,7 @@ import (
 type service struct {
 	t    *testing.T
 	url  string
+	gw   *Gateway // nil for a service in another process
 	stop func()
 	done chan error
 }
@@ -38,8 +39,9 @@ func startService(t *testing.T, o options) *service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- run(ctx, o, io.Discard, ready) }()
-	s := &service{t: t, stop: cancel, done: done}
+	gw := NewGateway(o.gatewayDelay)
+	go func() { done <- run(ctx, o, gw, io.Discard, ready) }()
+	s := &service{t: t, gw: gw, stop: cancel, done: done}
 	select {
 	case addr := <-ready:
 		s.url = "http://" + addr
@@ -74,11 +76,16 @@ func (s *service) pay(principal, key, body string) reply {
 
 // tryPay is pay for another goroutine than the test's: it returns the error.
 func (s *service) tryPay(principal, key, body string) (reply, error) {
+	return s.tryPayAs("application/json", principal, key, body)
+}
+
+// tryPayAs is tryPay with a body of another media type.
+func (s *service) tryPayAs(contentType, principal, key, body string) (reply, error) {
 	req, err := http.NewRequest(http.MethodPost, s.url+"/payments", strings.NewReader(body))
 	if err != nil {
 		return reply{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if principal != "" {
 		req.Header.Set("X-Principal", principal)
 	}
@@ -121,6 +128,25 @@ func TestPayments(t *testing.T) {
 	}
 	if r := s.pay("alice", "short", `{}`); r.status != http.StatusBadRequest {
 		t.Fatalf("a short key: %d", r.status)
+	}
+}
+
+// TestPaymentsTakeOnlyJSON: a body sent as another media type is refused
+// (415), not charged: as text/plain, {"amountCents":1,"amountCents":99999}
+// skipped the fingerprint's duplicate-member check, and the handler
+// charged the second amount.
+func TestPaymentsTakeOnlyJSON(t *testing.T) {
+	s := startService(t, options{})
+	twice := `{"customerId":"c-1","amountCents":1,"amountCents":99999,"currency":"EUR"}`
+	r, err := s.tryPayAs("text/plain", "alice", key, twice)
+	if err != nil || r.status != http.StatusUnsupportedMediaType || !strings.Contains(r.body, `"code":"unsupported_media_type"`) {
+		t.Fatalf("a JSON body as text/plain: %d %s %v, want 415", r.status, r.body, err)
+	}
+	if r := s.pay("alice", key, twice); r.status != http.StatusBadRequest || !strings.Contains(r.body, "invalid_request") {
+		t.Fatalf("a member twice as JSON: %d %s, want 400", r.status, r.body)
+	}
+	if n := s.gw.Charges(); n != 0 {
+		t.Fatalf("%d charges for refused bodies", n)
 	}
 }
 
@@ -294,7 +320,7 @@ func TestStoreFlag(t *testing.T) {
 		{storeKind: "mongodb"}:                "want mem or pg",
 	} {
 		o.addr = "127.0.0.1:0"
-		if err := run(context.Background(), o, io.Discard, nil); err == nil || !strings.Contains(err.Error(), want) {
+		if err := run(context.Background(), o, NewGateway(0), io.Discard, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want an error that says %q", o, err, want)
 		}
 	}
