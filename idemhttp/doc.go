@@ -88,7 +88,30 @@
 // then raised again with its own value, so net/http's recovery and
 // http.ErrAbortHandler behave as without the middleware.
 //
-// The handler's context is cancelled when the client goes away or the
-// attempt loses its lease (context.Cause is idem.ErrLeaseLost). AttemptOf
-// gives the attempt's fencing token and lease end, to pass downstream.
+// # A client that goes away
+//
+// A client's disconnect does not decide the outcome (as Stripe's API
+// does it): a client that times out during a charge, then retries, gets
+// the charge replayed, not 409 outcome_unknown until the reconciler can
+// tell (the lease and its backoff: minutes), and never a second charge.
+//
+//   - Until the handler starts, the request is the client's: a client gone
+//     while the key is read, reserved or waited for cancels it, and
+//     nothing runs (503 request_cancelled, to nobody). A client gone once
+//     the key is reserved but before the handler starts leaves the key
+//     free at once, as NotExecuted does.
+//   - Once the handler has started, its context is not cancelled when the
+//     client goes away: it carries the client's values, and ends only at
+//     the route's ExecutionTimeout (DefaultExecutionTimeout, a minute;
+//     context.Cause is ErrExecutionTimeout) or when the attempt loses its
+//     lease (context.Cause is idem.ErrLeaseLost, even after the client has
+//     gone). The outcome is recorded as if the client were there, and the
+//     response goes to a connection that may be closed.
+//   - A handler whose downstream call ends with its context cannot know
+//     whether it happened: it calls OutcomeUnknown. One that learns that
+//     nothing happened (refused before sending) calls NotExecuted, and the
+//     key is free at once.
+//
+// AttemptOf gives the attempt's fencing token and lease end, to pass
+// downstream.
 package idemhttp

@@ -1048,6 +1048,8 @@ var endToEnd = []struct {
 	{"ResponseController", e2eResponseController},
 	{"UnprotectedRequestsKeepTheirWriter", e2eUnprotectedRequestsKeepTheirWriter},
 	{"MediaTypes", e2eMediaTypes},
+	{"ClientTimeoutDoesNotDecideTheOutcome", e2eClientTimeoutDoesNotDecideTheOutcome},
+	{"LeaseLostAfterTheClientLeft", e2eLeaseLostAfterTheClientLeft},
 }
 
 func TestEndToEnd(t *testing.T) {

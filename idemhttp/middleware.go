@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -99,11 +100,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := idem.Request{Scope: scope, Fingerprint: requestFingerprint(bodyFP, r.Method, r.URL.RequestURI())}
 
-	run.next, run.r = h.next, r
+	run.next, run.r, run.executionTimeout = h.next, r, c.executionTimeout
 	run.body.Reset(body) // the handler reads the same bytes, as if the middleware were not there
 	run.cw.init(w, c)    // the capture takes a buffer only if the handler runs and writes
 	cw := &run.cw
-	res, err := h.ex.Do(r.Context(), req, run.action) // a panic of the handler comes back out of Do, recorded
+	res, err := h.ex.Do(run.watchClient(r.Context()), req, run.action) // a panic of the handler comes back out of Do, recorded
 	switch {
 	case err == nil && res.Kind == idem.ResultReplayed:
 		writeReplay(w, c, &res.Response)
@@ -116,20 +117,26 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"))
 	default:
-		if e, ok := asIdemError(err); ok {
-			p := problemOf(e)
-			if e.Code == idem.CodeKeyMisuse {
-				p.Detail = describeMismatch(e, req.Fingerprint)
-			}
-			WriteProblem(w, p)
-			return
-		}
-		// Only a context done before anything ran comes back as it is:
-		// nothing was reserved, and it is not the store's failure.
+		WriteProblem(w, refusal(err, req.Fingerprint))
+	}
+}
+
+// refusal is the problem for Do's error when the handler did not run.
+func refusal(err error, fp idem.Fingerprint) Problem {
+	e, ok := asIdemError(err)
+	// A context done before anything ran comes back as it is: nothing was
+	// reserved, and it is not the store's failure. A client gone once the
+	// key was reserved, before the handler started, released the key.
+	if !ok || errors.Is(err, errClientGone) {
 		p := NewProblem(CodeRequestCancelled, http.StatusServiceUnavailable, "the request was cancelled before it ran: nothing was executed")
 		p.RetryAfterSeconds = 1
-		WriteProblem(w, p)
+		return p
 	}
+	p := problemOf(e)
+	if e.Code == idem.CodeKeyMisuse {
+		p.Detail = describeMismatch(e, fp)
+	}
+	return p
 }
 
 // attempt is one request's run of the handler as an idem.Action.
@@ -139,6 +146,9 @@ type attempt struct {
 	bodyBuf []byte   // what readBody read into
 	body    heldBody // bodyBuf, for the handler
 	cw      capture
+
+	executionTimeout time.Duration
+	watch            watch // over the client, until the handler starts
 
 	ran         bool
 	at          idem.Attempt
@@ -150,14 +160,16 @@ type attemptKey struct{}
 
 var attemptPool = sync.Pool{New: func() any { return new(attempt) }}
 
-// done releases what the request held. While the handler has not run (a
-// replay, a refusal), nothing else can hold the attempt or the body it
+// done ends the watch over the client and releases what the request held.
+// While the handler has not run (a replay, a refusal) and the watch's
+// callback never started, nothing else can hold the attempt or the body it
 // read, so both go back to the pool. A handler may keep its request (the
-// attempt in its context, the body) past its return: after a run they are
-// left to the collector.
+// attempt in its context, the body) past its return, and a callback may
+// still be running: then they are left to the collector.
 func (a *attempt) done() {
+	a.endWatch()
 	a.cw.release()
-	if a.ran {
+	if a.ran || a.watch.fired {
 		return
 	}
 	buf := a.bodyBuf[:0]
@@ -174,13 +186,19 @@ type heldBody struct{ bytes.Reader }
 
 func (*heldBody) Close() error { return nil }
 
-// action runs the handler on the attempt's context (cancelled when the
-// client goes away or the lease is lost), and returns what it wrote. The
+// action runs the handler on its own context (see handlerContext: its
+// client's going away does not cancel it), and returns what it wrote. The
 // handler's request is a copy of the client's with the body the middleware
-// read: the client's request is not modified.
+// read: the client's request is not modified. A client gone before the
+// handler started leaves nothing run, and says so.
 func (a *attempt) action(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+	if !a.start() {
+		return idem.Response{}, idem.NotExecuted(errClientGone)
+	}
 	a.ran, a.at = true, at
-	r := a.r.WithContext(context.WithValue(ctx, attemptKey{}, a))
+	hctx, cancel := a.handlerContext(ctx)
+	defer cancel()
+	r := a.r.WithContext(context.WithValue(hctx, attemptKey{}, a))
 	r.Body, r.ContentLength = &a.body, a.body.Size()
 	a.next.ServeHTTP(&a.cw, r)
 	switch {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -85,6 +86,12 @@ type Route struct {
 	// Tenant names the caller's tenant; none if nil. An error is answered
 	// 400.
 	Tenant func(*http.Request) (string, error)
+	// ExecutionTimeout bounds the handler's run: its context's deadline is
+	// this long after it starts (the cause is ErrExecutionTimeout).
+	// DefaultExecutionTimeout if 0. The handler's context is not cancelled
+	// when its client goes away (see the package documentation): this
+	// timeout, and a lost lease, are what end it.
+	ExecutionTimeout time.Duration
 	// ReplayHeaders are response headers stored and replayed besides
 	// Content-Type and Location (which always are). Headers the connection
 	// or the server owns (Content-Length, Transfer-Encoding, Connection,
@@ -119,6 +126,8 @@ type config struct {
 	mediaList    string // the media types, for a 415's detail
 	accept       string // the Accept header of a 415; "" if none can be said
 	keyBytesMax  int
+	// executionTimeout bounds the handler's context.
+	executionTimeout time.Duration
 	// responseBytesMax is the policy's stored-response limit: the capture
 	// stops buffering past it.
 	responseBytesMax int
@@ -200,6 +209,14 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 	}
 	if err := c.setMediaTypes(rt.MediaTypes); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	switch {
+	case rt.ExecutionTimeout < 0:
+		return nil, fmt.Errorf("%s: execution timeout %v must not be negative", where, rt.ExecutionTimeout)
+	case rt.ExecutionTimeout == 0:
+		c.executionTimeout = DefaultExecutionTimeout
+	default:
+		c.executionTimeout = rt.ExecutionTimeout
 	}
 	switch {
 	case rt.BodyBytesMax < 0:

@@ -150,6 +150,46 @@ func TestPaymentsTakeOnlyJSON(t *testing.T) {
 	}
 }
 
+// TestClientTimeoutIsNotAnUnknown: a client gives up while its charge is
+// under way (a 400 ms charge, a 50 ms client timeout). Its disconnect does
+// not stop the charge: the payment is recorded, the retries get it
+// replayed byte for byte (after 409 in_progress while it runs), and it is
+// charged once. The key is not left unknown, as it was for the lease and
+// the reconciler's backoff (minutes) when the charge was cancelled with
+// its client.
+func TestClientTimeoutIsNotAnUnknown(t *testing.T) {
+	s := startService(t, options{gatewayDelay: 400 * time.Millisecond})
+	body := `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`
+	req, err := http.NewRequest(http.MethodPost, s.url+"/payments", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Principal", "alice")
+	req.Header.Set("Idempotency-Key", key)
+	impatient := &http.Client{Timeout: 50 * time.Millisecond}
+	if resp, err := impatient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the impatient client got %d before the charge finished", resp.StatusCode)
+	}
+	var replays []reply
+	for deadline := time.Now().Add(10 * time.Second); len(replays) < 2; time.Sleep(20 * time.Millisecond) {
+		r := s.pay("alice", key, body)
+		switch {
+		case r.status == http.StatusCreated && r.header.Get("Idempotent-Replayed") == "true":
+			replays = append(replays, r)
+			continue
+		case r.status != http.StatusConflict || !strings.Contains(r.body, "in_progress"):
+			t.Fatalf("a retry: %d %s, want 409 in_progress until the charge is recorded, then its replay", r.status, r.body)
+		case time.Now().After(deadline):
+			t.Fatal("the charge was never recorded")
+		}
+	}
+	if replays[0].body != replays[1].body || !strings.Contains(replays[0].body, `"status":"succeeded"`) || s.gw.Charges() != 1 {
+		t.Fatalf("replays %s and %s, %d charges; want one charge, replayed byte for byte", replays[0].body, replays[1].body, s.gw.Charges())
+	}
+}
+
 func TestGatewayFailures(t *testing.T) {
 	s := startService(t, options{gatewayDelay: 5 * time.Millisecond})
 	declined := s.pay("alice", key, `{"customerId":"decline-1","amountCents":100,"currency":"EUR"}`)
