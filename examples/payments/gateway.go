@@ -43,11 +43,26 @@ type Gateway struct {
 	delay time.Duration
 
 	mu     sync.Mutex
-	ledger map[string]Payment
+	ledger map[string]Payment // by attempt (attemptID)
+	byID   map[string]ownedPayment
+}
+
+// ownedPayment is a payment with the principal who made it.
+type ownedPayment struct {
+	Payment
+	principal string
 }
 
 func NewGateway(delay time.Duration) *Gateway {
-	return &Gateway{delay: delay, ledger: map[string]Payment{}}
+	return &Gateway{delay: delay, ledger: map[string]Payment{}, byID: map[string]ownedPayment{}}
+}
+
+// Payment looks a charge up by its id.
+func (g *Gateway) Payment(id string) (ownedPayment, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.byID[id]
+	return p, ok
 }
 
 // attemptID names one attempt for the gateway: scope and token together.
@@ -81,6 +96,7 @@ func (g *Gateway) Charge(ctx context.Context, at idem.Attempt, p Payment) (Payme
 			charged.Status = "declined"
 		}
 		g.ledger[id] = charged
+		g.byID[charged.ID] = ownedPayment{charged, at.Scope.Principal}
 	}
 	g.mu.Unlock()
 	if strings.HasPrefix(p.CustomerID, "timeout-") {

@@ -9,7 +9,9 @@
 //
 // Send it again: the same 201, byte for byte, with Idempotent-Replayed: true.
 // Change the amount under the same key: 422. Keys are 16 to 255 bytes of
-// printable ASCII (a UUID is fine).
+// printable ASCII (a UUID is fine). A clientRequestTime member is taken and
+// does not count (the fingerprint excludes it). The 201's Location, GET
+// /payments/{id}, answers the payment to the caller who made it.
 //
 // X-Principal stands in for real authentication: it names the caller, and
 // a request without it is answered 401. Behind a real identity provider,
@@ -148,6 +150,7 @@ func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready cha
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /payments", protect(createPayment(gw)))
+	mux.Handle("GET /payments/{id}", getPayment(gw)) // the Location: safe, so not protected
 
 	// The workers run beside the server: the sweeper turns expired leases
 	// into unknowns and expires old records; the reconciler asks the

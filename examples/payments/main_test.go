@@ -190,6 +190,79 @@ func TestClientTimeoutIsNotAnUnknown(t *testing.T) {
 	}
 }
 
+// TestExcludedFieldDoesNotDecide: the fingerprint excludes
+// clientRequestTime, so the service must not answer differently for it: a
+// request with it (any JSON value) is charged, and a retry without it, or
+// with another value, is that charge replayed. It was a stored 400, then
+// replayed to the valid request without the field.
+func TestExcludedFieldDoesNotDecide(t *testing.T) {
+	s := startService(t, options{})
+	first := s.pay("alice", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR","clientRequestTime":"2026-12-01T10:00:00Z"}`)
+	if first.status != http.StatusCreated {
+		t.Fatalf("with clientRequestTime: %d %s, want 201", first.status, first.body)
+	}
+	for _, body := range []string{
+		`{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`,
+		`{"customerId":"c-1","amountCents":1250,"currency":"EUR","clientRequestTime":1764583200}`,
+		`{"customerId":"c-1","amountCents":1250,"currency":"EUR","clientRequestTime":{"not":"a time"}}`,
+	} {
+		if r := s.pay("alice", key, body); r.status != http.StatusCreated || r.body != first.body || r.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("%s: %d %s, want the first charge replayed", body, r.status, r.body)
+		}
+	}
+	if n := s.gw.Charges(); n != 1 {
+		t.Fatalf("%d charges, want 1", n)
+	}
+}
+
+// get is a GET of path on the service, as principal ("" for none).
+func (s *service) get(principal, path string) reply {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if principal != "" {
+		req.Header.Set("X-Principal", principal)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+// TestLocationIsServed: the Location of a 201 (and of a declined 402)
+// answers the payment, to its owner only; another caller, or an id that
+// names no payment, gets 404.
+func TestLocationIsServed(t *testing.T) {
+	s := startService(t, options{})
+	for i, customer := range []string{"c-1", "decline-1"} {
+		paid := s.pay("alice", key[:30]+fmt.Sprintf("loc%03d", i), `{"customerId":"`+customer+`","amountCents":1250,"currency":"EUR"}`)
+		loc := paid.header.Get("Location")
+		if paid.status != http.StatusCreated && paid.status != http.StatusPaymentRequired || !strings.HasPrefix(loc, "/payments/") {
+			t.Fatalf("%s: %d %s, Location %q", customer, paid.status, paid.body, loc)
+		}
+		if r := s.get("alice", loc); r.status != http.StatusOK || r.body != paid.body || r.header.Get("Content-Type") != "application/json" {
+			t.Errorf("GET %s: %d %q %s, want 200 and the payment %s", loc, r.status, r.header.Get("Content-Type"), r.body, paid.body)
+		}
+		if r := s.get("bob", loc); r.status != http.StatusNotFound || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("GET %s as another caller: %d %s, want 404", loc, r.status, r.body)
+		}
+		if r := s.get("", loc); r.status != http.StatusUnauthorized {
+			t.Errorf("GET %s without a caller: %d, want 401", loc, r.status)
+		}
+	}
+	if r := s.get("alice", "/payments/pay_999999"); r.status != http.StatusNotFound {
+		t.Errorf("GET of no payment: %d %s, want 404", r.status, r.body)
+	}
+}
+
 func TestGatewayFailures(t *testing.T) {
 	s := startService(t, options{gatewayDelay: 5 * time.Millisecond})
 	declined := s.pay("alice", key, `{"customerId":"decline-1","amountCents":100,"currency":"EUR"}`)
