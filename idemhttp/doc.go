@@ -45,7 +45,10 @@
 //
 // Every refusal is an RFC 9457 application/problem+json body whose type is
 // ProblemTypeBase + code (problems.md documents each) and whose "code" is the
-// idem.Code. Retry-After is whole seconds, rounded up, at least 1.
+// idem.Code. Retry-After is whole seconds, rounded up, at least 1. Each 5xx
+// the middleware answers is logged once to Route.Logger (slog.Default if
+// nil): a 503 at WARN, any other at ERROR, with the use case, the code and
+// the store method that failed, never the key, the principal or the tenant.
 //
 // # The response
 //

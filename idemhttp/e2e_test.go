@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -488,7 +489,9 @@ func e2eStoreDownIs503AndHandlerNeverRuns(t *testing.T, b backend) {
 // is reserved, the handler does not run, and the key executes afterwards.
 func e2eClientGoneBeforeAnythingRan(t *testing.T, b backend) {
 	entered := make(chan struct{})
+	logs := &logCapture{}
 	w := newWorld(t, b, worldOptions{route: func(rt *idemhttp.Route) {
+		rt.Logger = slog.New(logs)
 		rt.Tenant = func(r *http.Request) (string, error) {
 			if r.Header.Get("X-Test-Hang-Up") != "" {
 				close(entered)
@@ -519,6 +522,7 @@ func e2eClientGoneBeforeAnythingRan(t *testing.T, b backend) {
 		t.Fatalf("the server answered the gone client %d %s (%v), want 503 request_cancelled", got.status, got.body, err)
 	}
 	checkRetryAfter(t, got.retryAfter, []byte(got.body))
+	checkLogged(t, logs.all(), 1, idemhttp.CodeRequestCancelled, key1, "alice")
 	for _, c := range idem.Counters() {
 		if n := w.metrics.Total(c); n != 0 {
 			t.Errorf("%s = %d, want nothing counted for a client gone before anything ran", c.Name(), n)
@@ -1050,6 +1054,7 @@ var endToEnd = []struct {
 	{"MediaTypes", e2eMediaTypes},
 	{"ClientTimeoutDoesNotDecideTheOutcome", e2eClientTimeoutDoesNotDecideTheOutcome},
 	{"LeaseLostAfterTheClientLeft", e2eLeaseLostAfterTheClientLeft},
+	{"Every503IsLogged", e2eEvery503IsLogged},
 }
 
 func TestEndToEnd(t *testing.T) {

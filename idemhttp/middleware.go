@@ -115,10 +115,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Retries get what the record says (see the package doc).
 		cw.send()
 	case err == nil:
-		WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"))
+		c.answer(w, NewProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"), nil)
 	default:
-		WriteProblem(w, refusal(err, req.Fingerprint))
+		c.answer(w, refusal(err, req.Fingerprint), err)
 	}
+}
+
+// answer sends a problem of the executor's, logged if it is a 5xx.
+func (c *config) answer(w http.ResponseWriter, p Problem, cause error) {
+	c.logServerProblem(&p, cause)
+	WriteProblem(w, p)
 }
 
 // refusal is the problem for Do's error when the handler did not run.
@@ -315,9 +321,9 @@ func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64, buf []byte)
 // 200 for others), or a body with 204 or 304, is answered 500
 // response_invalid rather than replayed as something else.
 func writeReplay(w http.ResponseWriter, c *config, resp *idem.Response) {
-	if core.CheckStatus(resp.StatusCode, len(resp.Body)) != nil {
-		WriteProblem(w, NewProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
-			"the stored response cannot be replayed over HTTP"))
+	if err := core.CheckStatus(resp.StatusCode, len(resp.Body)); err != nil {
+		c.answer(w, NewProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
+			"the stored response cannot be replayed over HTTP"), err)
 		return
 	}
 	h := w.Header()

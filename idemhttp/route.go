@@ -3,6 +3,7 @@ package idemhttp
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -92,6 +93,11 @@ type Route struct {
 	// when its client goes away (see the package documentation): this
 	// timeout, and a lost lease, are what end it.
 	ExecutionTimeout time.Duration
+	// Logger is where the middleware logs each 5xx it answers, once: a 503
+	// (the store is down, a client gone before anything ran) at WARN, any
+	// other at ERROR, with the use case and the code, never the key, the
+	// principal or the tenant. slog.Default() (when it logs) if nil.
+	Logger *slog.Logger
 	// ReplayHeaders are response headers stored and replayed besides
 	// Content-Type and Location (which always are). Headers the connection
 	// or the server owns (Content-Length, Transfer-Encoding, Connection,
@@ -126,6 +132,7 @@ type config struct {
 	mediaList    string // the media types, for a 415's detail
 	accept       string // the Accept header of a 415; "" if none can be said
 	keyBytesMax  int
+	logger       *slog.Logger // nil: slog.Default()
 	// executionTimeout bounds the handler's context.
 	executionTimeout time.Duration
 	// responseBytesMax is the policy's stored-response limit: the capture
@@ -180,7 +187,7 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 	c := &config{
 		useCase: rt.UseCase, keyHeader: DefaultKeyHeader, keyOptional: rt.KeyOptional,
 		methods: []string{http.MethodPost, http.MethodPatch}, bodyBytesMax: int64(p.RequestBytesMax),
-		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant, challenge: DefaultAuthChallenge,
+		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant, challenge: DefaultAuthChallenge, logger: rt.Logger,
 		replayed: slices.Clone(alwaysReplayed), keyBytesMax: p.KeyBytesMax, responseBytesMax: p.ResponseBytesMax,
 	}
 	if rt.KeyHeader != "" {

@@ -144,6 +144,7 @@ func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready cha
 		UseCase:     "payments.create",
 		Fingerprint: spec,
 		Principal:   principalOf, // whose key it is: two users' keys never meet
+		Logger:      logger,      // each 5xx it answers, once: a 503 at WARN
 	})
 	if err != nil {
 		return err
