@@ -76,6 +76,12 @@ func main() {
 // parseFlags reads the command line; usage and errors go to errOut.
 func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var o options
+	err := flagSet(&o, errOut).Parse(args)
+	return o, err
+}
+
+// flagSet is the command line's flags, set into o (the README lists them).
+func flagSet(o *options, errOut io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
@@ -84,8 +90,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.pgSchema, "pg-schema", "", "PostgreSQL schema of the records table (default: the first of search_path), for -store pg")
 	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
 	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
-	err := fs.Parse(args)
-	return o, err
+	return fs
 }
 
 // openStore is the one place that picks the idempotency store: the

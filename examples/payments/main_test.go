@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -486,6 +487,43 @@ func TestReadmeExampleIsThisProgram(t *testing.T) {
 	}
 	if bytes.Contains(handlers, []byte("idem.New(")) {
 		t.Error("handlers.go builds an executor: one per request would not share a store")
+	}
+}
+
+// readmeExample is the README's Example section.
+func readmeExample(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Example\n")
+	if !ok {
+		t.Fatal("README.md has no Example section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// TestReadmeListsFlagsAndCustomers: the README's Example section has a row
+// for each of the program's flags, with its default, and names each test
+// customer of the fake gateway; a flag or a customer added without it
+// fails here.
+func TestReadmeListsFlagsAndCustomers(t *testing.T) {
+	section := readmeExample(t)
+	flagSet(&options{}, io.Discard).VisitAll(func(f *flag.Flag) {
+		row := regexp.MustCompile("(?m)^\\| `-" + regexp.QuoteMeta(f.Name) + "` \\| ([^|]*) \\|").FindStringSubmatch(section)
+		switch {
+		case row == nil:
+			t.Errorf("README's Example section has no row for -%s", f.Name)
+		case f.DefValue != "" && !strings.Contains(row[1], "`"+f.DefValue+"`"):
+			t.Errorf("README's row for -%s gives the default %q, the program's is %q", f.Name, row[1], f.DefValue)
+		}
+	})
+	for _, prefix := range testCustomers {
+		if !strings.Contains(section, "`"+prefix) {
+			t.Errorf("README's Example section does not say what the test customers %s... do", prefix)
+		}
 	}
 }
 
