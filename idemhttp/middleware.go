@@ -43,23 +43,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, NewProblem(idem.CodeInvalidKey, http.StatusBadRequest, c.keyHeader+": "+err.Error()))
 		return
 	}
-	scope := idem.Scope{UseCase: c.useCase, Key: key, Principal: AnonymousPrincipal}
-	if c.principal != nil {
-		p, err := c.principal(r)
-		if err != nil || p == "" {
-			w.Header().Set("WWW-Authenticate", c.challenge)
-			WriteProblem(w, NewProblem(CodeUnauthenticated, http.StatusUnauthorized, "the request names no caller"))
-			return
-		}
-		scope.Principal = p
-	}
-	if c.tenant != nil {
-		t, err := c.tenant(r)
-		if err != nil {
-			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "tenant: "+err.Error()))
-			return
-		}
-		scope.Tenant = t
+	scope, ok := c.scopeOf(w, r, key)
+	if !ok {
+		return
 	}
 	// The media type before the body: a type the route does not take costs
 	// no body read.
@@ -73,36 +59,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// buffer in one allocation, pooled while the handler does not run.
 	run := attemptPool.Get().(*attempt)
 	defer run.done()
-	body, err := readBody(w, r, c.bodyBytesMax, run.bodyBuf[:0])
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			WriteProblem(w, NewProblem(CodeRequestTooLarge, http.StatusRequestEntityTooLarge,
-				"the request body is over "+strconv.FormatInt(c.bodyBytesMax, 10)+" bytes"))
-			return
-		}
-		WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
+	bodyFP, ok := c.bodyFingerprint(w, r, ct, isJSON, run)
+	if !ok {
 		return
-	}
-	run.bodyBuf = body
-	var bodyFP idem.Fingerprint
-	switch {
-	case isJSON:
-		if bodyFP, err = c.spec.Of(body); err != nil {
-			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
-			return
-		}
-	case ct == "" && len(body) > 0:
-		writeUnsupportedMediaType(w, c, c.errNoContentType())
-		return
-	default:
-		bodyFP = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
 	}
 	req := idem.Request{Scope: scope, Fingerprint: requestFingerprint(bodyFP, r.Method, r.URL.RequestURI())}
 
 	run.next, run.r, run.executionTimeout = h.next, r, c.executionTimeout
-	run.body.Reset(body) // the handler reads the same bytes, as if the middleware were not there
-	run.cw.init(w, c)    // the capture takes a buffer only if the handler runs and writes
+	run.body.Reset(run.bodyBuf) // the handler reads the same bytes, as if the middleware were not there
+	run.cw.init(w, c)           // the capture takes a buffer only if the handler runs and writes
 	cw := &run.cw
 	res, err := h.ex.Do(run.watchClient(r.Context()), req, run.action) // a panic of the handler comes back out of Do, recorded
 	switch {
@@ -119,6 +84,60 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		c.answer(w, refusal(err, req.Fingerprint), err)
 	}
+}
+
+// scopeOf is the request's scope for key: the caller (401 without one) and
+// the tenant (400 if it cannot be named). ok is false once it has answered.
+func (c *config) scopeOf(w http.ResponseWriter, r *http.Request, key string) (scope idem.Scope, ok bool) {
+	scope = idem.Scope{UseCase: c.useCase, Key: key, Principal: AnonymousPrincipal}
+	if c.principal != nil {
+		p, err := c.principal(r)
+		if err != nil || p == "" {
+			w.Header().Set("WWW-Authenticate", c.challenge)
+			WriteProblem(w, NewProblem(CodeUnauthenticated, http.StatusUnauthorized, "the request names no caller"))
+			return scope, false
+		}
+		scope.Principal = p
+	}
+	if c.tenant != nil {
+		t, err := c.tenant(r)
+		if err != nil {
+			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "tenant: "+err.Error()))
+			return scope, false
+		}
+		scope.Tenant = t
+	}
+	return scope, true
+}
+
+// bodyFingerprint reads the body into run, once, and fingerprints it: as
+// JSON, or as its media type ct and raw bytes. ok is false once it has
+// answered (413, 415 for a body without a Content-Type, 400).
+func (c *config) bodyFingerprint(w http.ResponseWriter, r *http.Request, ct string, isJSON bool, run *attempt) (fp idem.Fingerprint, ok bool) {
+	body, err := readBody(w, r, c.bodyBytesMax, run.bodyBuf[:0])
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			WriteProblem(w, NewProblem(CodeRequestTooLarge, http.StatusRequestEntityTooLarge,
+				"the request body is over "+strconv.FormatInt(c.bodyBytesMax, 10)+" bytes"))
+			return fp, false
+		}
+		WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
+		return fp, false
+	}
+	run.bodyBuf = body
+	switch {
+	case isJSON:
+		if fp, err = c.spec.Of(body); err != nil {
+			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
+			return fp, false
+		}
+		return fp, true
+	case ct == "" && len(body) > 0:
+		writeUnsupportedMediaType(w, c, c.errNoContentType())
+		return fp, false
+	}
+	return rawFingerprint(c.useCase, mediaTypeOf(ct), body), true
 }
 
 // answer sends a problem of the executor's, logged if it is a 5xx.
