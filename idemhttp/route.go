@@ -190,36 +190,49 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant, challenge: DefaultAuthChallenge, logger: rt.Logger,
 		replayed: slices.Clone(alwaysReplayed), keyBytesMax: p.KeyBytesMax, responseBytesMax: p.ResponseBytesMax,
 	}
+	if err := c.setRequestRules(rt); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := c.setReplayHeaders(rt.ReplayHeaders); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return c, nil
+}
+
+// setRequestRules checks and keeps what rt says of the requests it takes:
+// the key header, the 401's challenge, the methods, the media types, the
+// execution timeout, the body limit and the fingerprint.
+func (c *config) setRequestRules(rt Route) error {
 	if rt.KeyHeader != "" {
 		if !validToken(rt.KeyHeader) {
-			return nil, fmt.Errorf("%s: key header %q is not an RFC 9110 field name", where, rt.KeyHeader)
+			return fmt.Errorf("key header %q is not an RFC 9110 field name", rt.KeyHeader)
 		}
 		c.keyHeader = http.CanonicalHeaderKey(rt.KeyHeader)
 	}
 	if rt.AuthChallenge != "" {
 		if !validChallenge(rt.AuthChallenge) {
-			return nil, fmt.Errorf("%s: auth challenge %q is not an RFC 9110 challenge (a scheme, then a space and its parameters)", where, rt.AuthChallenge)
+			return fmt.Errorf("auth challenge %q is not an RFC 9110 challenge (a scheme, then a space and its parameters)", rt.AuthChallenge)
 		}
 		c.challenge = rt.AuthChallenge
 	}
 	if rt.Methods != nil {
 		if len(rt.Methods) == 0 {
-			return nil, fmt.Errorf("%s: an empty Methods protects nothing (nil means POST and PATCH)", where)
+			return errors.New("an empty Methods protects nothing (nil means POST and PATCH)")
 		}
 		c.methods = nil
 		for _, m := range rt.Methods {
 			if !validToken(m) {
-				return nil, fmt.Errorf("%s: method %q is not an RFC 9110 token", where, m)
+				return fmt.Errorf("method %q is not an RFC 9110 token", m)
 			}
 			c.methods = append(c.methods, strings.ToUpper(m))
 		}
 	}
 	if err := c.setMediaTypes(rt.MediaTypes); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return err
 	}
 	switch {
 	case rt.ExecutionTimeout < 0:
-		return nil, fmt.Errorf("%s: execution timeout %v must not be negative", where, rt.ExecutionTimeout)
+		return fmt.Errorf("execution timeout %v must not be negative", rt.ExecutionTimeout)
 	case rt.ExecutionTimeout == 0:
 		c.executionTimeout = DefaultExecutionTimeout
 	default:
@@ -227,30 +240,36 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 	}
 	switch {
 	case rt.BodyBytesMax < 0:
-		return nil, fmt.Errorf("%s: body limit %d bytes must not be negative", where, rt.BodyBytesMax)
+		return fmt.Errorf("body limit %d bytes must not be negative", rt.BodyBytesMax)
 	case rt.BodyBytesMax > 0:
 		c.bodyBytesMax = rt.BodyBytesMax
 	}
 	if c.spec == nil {
 		spec, err := fingerprint.NewSpec(rt.UseCase, 1)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return err
 		}
 		c.spec = spec
 	}
-	for _, h := range rt.ReplayHeaders {
+	return nil
+}
+
+// setReplayHeaders adds the route's own replayed headers to those always
+// replayed.
+func (c *config) setReplayHeaders(headers []string) error {
+	for _, h := range headers {
 		if !validToken(h) {
-			return nil, fmt.Errorf("%s: replay header %q is not an RFC 9110 field name", where, h)
+			return fmt.Errorf("replay header %q is not an RFC 9110 field name", h)
 		}
 		name := http.CanonicalHeaderKey(h)
 		if slices.Contains(neverReplayed, name) {
-			return nil, fmt.Errorf("%s: header %s belongs to the connection or to one message and is never replayed", where, name)
+			return fmt.Errorf("header %s belongs to the connection or to one message and is never replayed", name)
 		}
 		if !slices.Contains(c.replayed, name) {
 			c.replayed = append(c.replayed, name)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // protects reports whether requests with method m are protected.
