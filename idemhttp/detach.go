@@ -3,6 +3,7 @@ package idemhttp
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,65 +27,130 @@ var ErrExecutionTimeout = errors.New("idemhttp: the route's execution timeout pa
 // attempt says NotExecuted and the key is free at once.
 var errClientGone = errors.New("the client went away before the handler started")
 
-// The states of an attempt's watch over its client.
+// The states of a doContext's watch over the client.
 const (
 	watchWaiting int32 = iota // the handler has not started: a disconnect cancels Do
 	watchRunning              // the handler started: a disconnect changes nothing
 	watchGone                 // the client went away before the handler started
 )
 
-// watch is an attempt's watch over its client's context.
-type watch struct {
-	state  atomic.Int32
+// doContext is the context Do runs on, part of the attempt: the client's
+// values, cancelled when the client goes away until the handler starts;
+// once it has started, the executor's own cancellation (a lost lease,
+// idem.ErrLeaseLost) is the only one the handler's context gets.
+//
+// It costs nothing until something waits on it: the context that carries
+// the cancellation (inner, a context.WithCancelCause) and the watch over the
+// client (context.AfterFunc) are made by the first Done, which a replay
+// from the memory store never calls. Once armed, Value answers from inner,
+// so that the context package sees inner as this context's cancellation:
+// a child context (the executor's, the handler's) or a driver's
+// context.AfterFunc (pgx) then hangs on it directly, without a goroutine.
+type doContext struct {
+	values context.Context // the client's, without its cancellation
 	client context.Context
-	cancel context.CancelCauseFunc // Do's context
-	stop   func() bool             // the callback on the client
-	// fired is set when the client went away while watched: its callback
-	// may still be running, so the attempt is not pooled (see done).
+	state  atomic.Int32
+	armed  atomic.Bool // inner is set
+
+	mu     sync.Mutex
+	inner  context.Context // set once, before armed
+	cancel context.CancelCauseFunc
+	stop   func() bool // the watch over the client, if armed while waiting
+	// fired is set when the watch's callback started: it may still be
+	// running, so the attempt is not pooled (see attempt.done).
 	fired bool
 }
 
-// watchClient returns the context Do runs on: the client's values, and
-// cancelled with the client's cause when the client goes away, until start.
-// Once the handler has started, the executor's own cancellation (a lost
-// lease, idem.ErrLeaseLost) is the only one the handler's context gets.
-// The attempt's done ends the watch (endWatch).
-func (a *attempt) watchClient(client context.Context) context.Context {
-	w := &a.watch
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(client))
-	w.client, w.cancel = client, cancel
-	if client.Err() != nil { // gone already: Do must see it at once, not when the callback runs
-		w.state.Store(watchGone)
-		cancel(context.Cause(client))
-		return ctx
-	}
-	w.stop = context.AfterFunc(client, a.clientGone)
-	return ctx
+func (c *doContext) init(client context.Context) {
+	c.values, c.client = context.WithoutCancel(client), client
 }
 
-// clientGone cancels Do's context if the handler has not started.
-func (a *attempt) clientGone() {
-	if w := &a.watch; w.state.CompareAndSwap(watchWaiting, watchGone) {
-		w.cancel(context.Cause(w.client))
+func (c *doContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *doContext) Done() <-chan struct{}       { return c.arm().Done() }
+
+func (c *doContext) Value(key any) any {
+	if c.armed.Load() {
+		return c.inner.Value(key) // inner's own cancellation key included
+	}
+	return c.values.Value(key)
+}
+
+func (c *doContext) Err() error {
+	if c.armed.Load() {
+		return c.inner.Err()
+	}
+	if c.gone() {
+		return c.client.Err()
+	}
+	return nil
+}
+
+// gone reports whether the client went away before the handler started.
+func (c *doContext) gone() bool {
+	switch c.state.Load() {
+	case watchGone:
+		return true
+	case watchWaiting:
+		return c.client.Err() != nil && (c.state.CompareAndSwap(watchWaiting, watchGone) || c.state.Load() == watchGone)
+	}
+	return false
+}
+
+// arm makes the inner context, cancelled at once if the client has gone,
+// else watched for as long as the handler has not started.
+func (c *doContext) arm() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.armed.Load() {
+		c.inner, c.cancel = context.WithCancelCause(c.values)
+		c.armed.Store(true)
+		switch {
+		case c.gone():
+			c.cancel(context.Cause(c.client))
+		case c.state.Load() == watchWaiting:
+			c.stop = context.AfterFunc(c.client, c.clientGone)
+		}
+	}
+	return c.inner
+}
+
+// clientGone cancels the inner context if the handler has not started.
+func (c *doContext) clientGone() {
+	if c.state.CompareAndSwap(watchWaiting, watchGone) {
+		c.mu.Lock()
+		cancel := c.cancel
+		c.mu.Unlock()
+		cancel(context.Cause(c.client))
 	}
 }
 
-// endWatch stops the watch, if one was started: Do has returned, or
-// panicked with the handler's panic.
-func (a *attempt) endWatch() {
-	w := &a.watch
-	if w.stop != nil {
-		w.fired = !w.stop()
+// start ends the client's hold as the handler starts, and the watch with
+// it, and reports false if the client has gone already: then nothing has
+// run.
+func (c *doContext) start() bool {
+	if c.client.Err() != nil || !c.state.CompareAndSwap(watchWaiting, watchRunning) {
+		return false
 	}
-	if w.cancel != nil {
-		w.cancel(nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil {
+		c.fired = !c.stop()
+		c.stop = nil
 	}
+	return true
 }
 
-// start ends the client's hold on the attempt as the handler starts, and
-// reports false if the client has gone already: then nothing has run.
-func (a *attempt) start() bool {
-	return a.r.Context().Err() == nil && a.watch.state.CompareAndSwap(watchWaiting, watchRunning)
+// end stops the watch: Do has returned (or panicked with the handler's
+// panic).
+func (c *doContext) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil {
+		c.fired = c.fired || !c.stop()
+	}
+	if c.cancel != nil {
+		c.cancel(nil)
+	}
 }
 
 // handlerContext is the handler's context: the action's (which only a lost

@@ -69,7 +69,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	run.body.Reset(run.bodyBuf) // the handler reads the same bytes, as if the middleware were not there
 	run.cw.init(w, c)           // the capture takes a buffer only if the handler runs and writes
 	cw := &run.cw
-	res, err := h.ex.Do(run.watchClient(r.Context()), req, run.action) // a panic of the handler comes back out of Do, recorded
+	run.doCtx.init(r.Context())
+	res, err := h.ex.Do(&run.doCtx, req, run.action) // a panic of the handler comes back out of Do, recorded
 	switch {
 	case err == nil && res.Kind == idem.ResultReplayed:
 		writeReplay(w, c, &res.Response)
@@ -173,7 +174,7 @@ type attempt struct {
 	cw      capture
 
 	executionTimeout time.Duration
-	watch            watch // over the client, until the handler starts
+	doCtx            doContext // Do's: the client's, until the handler starts
 
 	ran         bool
 	at          idem.Attempt
@@ -192,9 +193,9 @@ var attemptPool = sync.Pool{New: func() any { return new(attempt) }}
 // attempt in its context, the body) past its return, and a callback may
 // still be running: then they are left to the collector.
 func (a *attempt) done() {
-	a.endWatch()
+	a.doCtx.end()
 	a.cw.release()
-	if a.ran || a.watch.fired {
+	if a.ran || a.doCtx.fired {
 		return
 	}
 	buf := a.bodyBuf[:0]
@@ -217,7 +218,7 @@ func (*heldBody) Close() error { return nil }
 // read: the client's request is not modified. A client gone before the
 // handler started leaves nothing run, and says so.
 func (a *attempt) action(ctx context.Context, at idem.Attempt) (idem.Response, error) {
-	if !a.start() {
+	if !a.doCtx.start() {
 		return idem.Response{}, idem.NotExecuted(errClientGone)
 	}
 	a.ran, a.at = true, at
