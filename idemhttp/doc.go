@@ -23,11 +23,10 @@
 // for a media type the route does not take: JSON only unless it names its
 // own, see Route.MediaTypes), then the body, once, up to the route's limit
 // (413). It fingerprints the body (a fingerprint.Spec for JSON; the media
-// type and the raw bytes otherwise),
-// with the method and the request target (so that one key sent to two
-// paths of a pattern is two requests), and hands the handler the same
-// bytes. The handler then runs at most once per (tenant, principal, use
-// case, key):
+// type and the raw bytes otherwise), with the method and the request
+// target (so that one key sent to two paths of a pattern is two requests),
+// and hands the handler the same bytes. The handler then runs at most once
+// per (tenant, principal, use case, key):
 //
 //   - the first request runs it and gets its response;
 //   - a retry after it finished gets the stored status, body byte for byte,
@@ -41,7 +40,8 @@
 //   - a key whose outcome is unknown is answered 409 outcome_unknown with
 //     Retry-After until the reconciler settles it;
 //   - a store failure is answered 503 with Retry-After, and the handler does
-//     not run.
+//     not run; a store that refuses the record for good (store.ErrRefused)
+//     is answered 500 idempotency_store_refused, without Retry-After.
 //
 // Every refusal is an RFC 9457 application/problem+json body whose type is
 // ProblemTypeBase + code (problems.md documents each) and whose "code" is the
