@@ -126,6 +126,13 @@ func TestNewRefusesBadRoutes(t *testing.T) {
 		"replays the marker": {ex, idemhttp.Route{UseCase: "u", Principal: who, ReplayHeaders: []string{idemhttp.ReplayedHeader}},
 			"never replayed"},
 		"control byte in use case": {ex, idemhttp.Route{UseCase: "u\x00", Principal: who}, "control"},
+		"challenge with a newline": {ex, idemhttp.Route{UseCase: "u", Principal: who, AuthChallenge: "Basic\r\nX: 1"}, "challenge"},
+		"challenge without scheme": {ex, idemhttp.Route{UseCase: "u", Principal: who, AuthChallenge: ` realm="x"`}, "challenge"},
+		"empty media types":        {ex, idemhttp.Route{UseCase: "u", Principal: who, MediaTypes: []string{}}, "takes nothing"},
+		"media type with a parameter": {ex, idemhttp.Route{UseCase: "u", Principal: who, MediaTypes: []string{"application/json; charset=utf-8"}},
+			"without parameters"},
+		"media type */json":     {ex, idemhttp.Route{UseCase: "u", Principal: who, MediaTypes: []string{"*/json"}}, "needs a subtype"},
+		"challenge, two spaces": {ex, idemhttp.Route{UseCase: "u", Principal: who, AuthChallenge: `Basic  realm="x"`}, "challenge"},
 	} {
 		if _, err := idemhttp.New(c.ex, c.rt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want one that says %q", name, err, c.want)

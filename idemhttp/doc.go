@@ -15,15 +15,18 @@
 // # A protected request
 //
 // For a protected method (POST and PATCH unless configured), the middleware
-// reads the key (400 if missing, unless the route makes it optional, or
-// malformed: keys are 16 to 255 bytes of printable ASCII, see
-// core.ValidateKey), the principal (401 without one) and the tenant, then
-// the body, once, up to the route's limit (413). It fingerprints the body (a
-// fingerprint.Spec for JSON; the media type and the raw bytes otherwise),
-// with the method and the request target (so that one key sent to two
-// paths of a pattern is two requests), and hands the handler the same
-// bytes. The handler then runs at most once per (tenant, principal, use
-// case, key):
+// reads the key (400 if missing, unless the route makes it optional, empty,
+// sent twice, a list, or malformed: keys are 16 to 255 bytes of printable
+// ASCII, see core.ValidateKey, bare or as an RFC 9651 String with strict
+// parameters), the principal (401 without one, with the route's
+// WWW-Authenticate challenge) and the tenant, then the Content-Type (415
+// for a media type the route does not take: JSON only unless it names its
+// own, see Route.MediaTypes), then the body, once, up to the route's limit
+// (413). It fingerprints the body (a fingerprint.Spec for JSON; the media
+// type and the raw bytes otherwise), with the method and the request
+// target (so that one key sent to two paths of a pattern is two requests),
+// and hands the handler the same bytes. The handler then runs at most once
+// per (tenant, principal, use case, key):
 //
 //   - the first request runs it and gets its response;
 //   - a retry after it finished gets the stored status, body byte for byte,
@@ -31,15 +34,21 @@
 //     Route.ReplayHeaders), and Idempotent-Replayed: true;
 //   - a request while it runs waits for the policy's InFlightWait, then is
 //     replayed or answered 409 (or 202 by policy) with Retry-After;
-//   - the same key with another payload is answered 422;
+//   - the same key with another request (another body, method, path or
+//     query) is answered 422, whose detail names the parts that differ when
+//     the executor hands over the record's fingerprint;
 //   - a key whose outcome is unknown is answered 409 outcome_unknown with
 //     Retry-After until the reconciler settles it;
 //   - a store failure is answered 503 with Retry-After, and the handler does
-//     not run.
+//     not run; a store that refuses the record for good (store.ErrRefused)
+//     is answered 500 idempotency_store_refused, without Retry-After.
 //
 // Every refusal is an RFC 9457 application/problem+json body whose type is
 // ProblemTypeBase + code (problems.md documents each) and whose "code" is the
-// idem.Code. Retry-After is whole seconds, rounded up, at least 1.
+// idem.Code. Retry-After is whole seconds, rounded up, at least 1. Each 5xx
+// the middleware answers is logged once to Route.Logger (slog.Default if
+// nil): a 503 at WARN, any other at ERROR, with the use case, the code and
+// the store method that failed, never the key, the principal or the tenant.
 //
 // # The response
 //
@@ -82,7 +91,30 @@
 // then raised again with its own value, so net/http's recovery and
 // http.ErrAbortHandler behave as without the middleware.
 //
-// The handler's context is cancelled when the client goes away or the
-// attempt loses its lease (context.Cause is idem.ErrLeaseLost). AttemptOf
-// gives the attempt's fencing token and lease end, to pass downstream.
+// # A client that goes away
+//
+// A client's disconnect does not decide the outcome (as Stripe's API
+// does it): a client that times out during a charge, then retries, gets
+// the charge replayed, not 409 outcome_unknown until the reconciler can
+// tell (the lease and its backoff: minutes), and never a second charge.
+//
+//   - Until the handler starts, the request is the client's: a client gone
+//     while the key is read, reserved or waited for cancels it, and
+//     nothing runs (503 request_cancelled, to nobody). A client gone once
+//     the key is reserved but before the handler starts leaves the key
+//     free at once, as NotExecuted does.
+//   - Once the handler has started, its context is not cancelled when the
+//     client goes away: it carries the client's values, and ends only at
+//     the route's ExecutionTimeout (DefaultExecutionTimeout, a minute;
+//     context.Cause is ErrExecutionTimeout) or when the attempt loses its
+//     lease (context.Cause is idem.ErrLeaseLost, even after the client has
+//     gone). The outcome is recorded as if the client were there, and the
+//     response goes to a connection that may be closed.
+//   - A handler whose downstream call ends with its context cannot know
+//     whether it happened: it calls OutcomeUnknown. One that learns that
+//     nothing happened (refused before sending) calls NotExecuted, and the
+//     key is free at once.
+//
+// AttemptOf gives the attempt's fencing token and lease end, to pass
+// downstream.
 package idemhttp

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -381,8 +382,13 @@ func e2eInFlightAcceptedByPolicy(t *testing.T, b backend) {
 	}
 }
 
+// takeRawTypes is a route option: JSON and the types the suite sends raw.
+func takeRawTypes(rt *idemhttp.Route) {
+	rt.MediaTypes = []string{"application/json", "*/*+json", "text/plain", "text/csv", "application/octet-stream"}
+}
+
 func e2eAnotherPayloadIs422(t *testing.T, b backend) {
-	w := newWorld(t, b, worldOptions{})
+	w := newWorld(t, b, worldOptions{route: takeRawTypes})
 	if a := w.pay(key1); a.status != http.StatusCreated {
 		t.Fatalf("first: %d %s", a.status, a.body)
 	}
@@ -483,7 +489,9 @@ func e2eStoreDownIs503AndHandlerNeverRuns(t *testing.T, b backend) {
 // is reserved, the handler does not run, and the key executes afterwards.
 func e2eClientGoneBeforeAnythingRan(t *testing.T, b backend) {
 	entered := make(chan struct{})
+	logs := &logCapture{}
 	w := newWorld(t, b, worldOptions{route: func(rt *idemhttp.Route) {
+		rt.Logger = slog.New(logs)
 		rt.Tenant = func(r *http.Request) (string, error) {
 			if r.Header.Get("X-Test-Hang-Up") != "" {
 				close(entered)
@@ -498,7 +506,7 @@ func e2eClientGoneBeforeAnythingRan(t *testing.T, b backend) {
 		// No body: the server watches the connection from the start, as it
 		// does once a body has been read.
 		gone <- w.send(call{method: http.MethodPost, path: "/payments", key: key1, principal: "alice",
-			contentType: "text/plain", header: http.Header{"X-Test-Hang-Up": {"1"}}, ctx: ctx})
+			header: http.Header{"X-Test-Hang-Up": {"1"}}, ctx: ctx})
 	}()
 	<-entered
 	cancel() // the transport closes the connection
@@ -514,6 +522,7 @@ func e2eClientGoneBeforeAnythingRan(t *testing.T, b backend) {
 		t.Fatalf("the server answered the gone client %d %s (%v), want 503 request_cancelled", got.status, got.body, err)
 	}
 	checkRetryAfter(t, got.retryAfter, []byte(got.body))
+	checkLogged(t, logs.all(), 1, idemhttp.CodeRequestCancelled, key1, "alice")
 	for _, c := range idem.Counters() {
 		if n := w.metrics.Total(c); n != 0 {
 			t.Errorf("%s = %d, want nothing counted for a client gone before anything ran", c.Name(), n)
@@ -594,6 +603,19 @@ func e2eRefusals(t *testing.T, b backend) {
 	w.pay(strings.Repeat("k", 256)).problem(t, http.StatusBadRequest, idem.CodeInvalidKey)
 	w.post(key1, "", "", "application/json", payment).problem(t, http.StatusUnauthorized, idemhttp.CodeUnauthenticated)
 	w.post(key1, "alice", "", "application/json", `{"a":1,"a":2}`).problem(t, http.StatusBadRequest, idem.CodeInvalidRequest)
+	// A key header that is there but empty is said to be empty; a list on
+	// one line, and parameters that are not RFC 9651's, are refused.
+	for value, says := range map[string]string{
+		"":                                 "empty",
+		key1 + ", " + key1[:30] + "other0": "list",
+		`"` + key1 + `";;;garbage!!`:       "parameter",
+	} {
+		a := w.send(call{method: http.MethodPost, path: "/payments", principal: "alice", contentType: "application/json", body: payment,
+			header: http.Header{idemhttp.DefaultKeyHeader: {value}}})
+		if p := a.problem(t, http.StatusBadRequest, idem.CodeInvalidKey); !strings.Contains(p.Detail, says) {
+			t.Errorf("key header %q: detail %q, want one that says %q", value, p.Detail, says)
+		}
+	}
 	if n := w.executions.Load(); n != 0 {
 		t.Fatalf("handler ran %d times for refused requests", n)
 	}
@@ -792,7 +814,12 @@ func e2ePathPatternsAndMethods(t *testing.T, b backend) {
 	}
 	executedThenReplayed(http.MethodPost, "/accounts/a/payments", key1, `"account":"a"`) // the path value reaches the handler
 	to(http.MethodPost, "/accounts/b/payments", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
-	to(http.MethodPost, "/accounts/a/payments?dry_run=1", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	// A query alone is another request, and the answer does not call it
+	// another payload.
+	misuse := to(http.MethodPost, "/accounts/a/payments?dry_run=1", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
+	if strings.Contains(misuse.Detail, "payload") || !strings.Contains(misuse.Detail, "query") {
+		t.Errorf("the same key and body with a query: detail %q, want one that names the query and no payload", misuse.Detail)
+	}
 
 	const key2 = "1f0e3dad-9990-4cda-b3a4-6ec3d5b7a0c1"
 	executedThenReplayed(http.MethodPatch, "/accounts/a", key2, `"method":"PATCH"`) // PATCH is protected by default
@@ -816,7 +843,7 @@ func e2ePathPatternsAndMethods(t *testing.T, b backend) {
 // length, whether the client declared it or sent it chunked; the body is
 // read once by the middleware and once by the handler.
 func e2eBodyHandedUnchanged(t *testing.T, b backend) {
-	w := newWorld(t, b, worldOptions{})
+	w := newWorld(t, b, worldOptions{route: takeRawTypes})
 	type seen struct {
 		body   string
 		length int64
@@ -942,6 +969,65 @@ func e2eResponseController(t *testing.T, b backend) {
 	w.pay(other).problem(t, http.StatusConflict, idem.CodeOutcomeUnknown)
 }
 
+// e2eMediaTypes: a route takes the media types it declares and answers 415
+// to any other, before reading the body: a JSON route does not take a JSON
+// body sent as text/plain (which would skip the canonical form and the
+// duplicate-member check while the handler parses it as JSON). Parameters
+// aside, application/json and +json types are JSON; JSON is UTF-8.
+func e2eMediaTypes(t *testing.T, b backend) {
+	w := newWorld(t, b, worldOptions{})
+	twice := `{"customerId":"c-1","amountCents":1,"amountCents":99999,"currency":"EUR"}`
+	refused := func(contentType, body, says string) {
+		t.Helper()
+		a := w.post(key1, "alice", "", contentType, body)
+		p := a.problem(t, http.StatusUnsupportedMediaType, idemhttp.CodeUnsupportedMediaType)
+		if !strings.Contains(p.Detail, says) || a.header.Get("Accept") != "application/json" {
+			t.Errorf("Content-Type %q: detail %q, Accept %q; want a detail that says %q and Accept application/json", contentType, p.Detail, a.header.Get("Accept"), says)
+		}
+	}
+	refused("text/plain", twice, "text/plain")
+	w.post(key1, "alice", "", "application/json", twice).problem(t, http.StatusBadRequest, idem.CodeInvalidRequest)
+	refused("application/jsonx", payment, "application/jsonx")
+	refused("application/json; charset=iso-8859-1", payment, "UTF-8")
+	refused("application/json; charset", payment, "does not parse")
+	refused("application/json charset=utf-8", payment, "does not parse")
+	refused("", payment, "no Content-Type")
+	if n := w.executions.Load(); n != 0 {
+		t.Fatalf("the handler ran %d times for refused media types", n)
+	}
+
+	// Parameters, case and quotes aside, it is one request.
+	if a := w.post(key1, "alice", "", "application/json; charset=utf-8", payment); a.status != http.StatusCreated {
+		t.Fatalf("application/json with charset=utf-8: %d %s", a.status, a.body)
+	}
+	for _, ct := range []string{"Application/JSON", `application/json ; Charset="UTF-8"`, "application/json;charset=utf-8;v=1"} {
+		if a := w.post(key1, "alice", "", ct, payment); a.header.Get(idemhttp.ReplayedHeader) != "true" {
+			t.Errorf("Content-Type %q: %d %s, want a replay", ct, a.status, a.body)
+		}
+	}
+	const key2 = "6a1e5d1b-2b0c-4d5e-8f9a-0b1c2d3e4f50"
+	if a := w.send(call{method: http.MethodPatch, path: "/accounts/a", key: key2, principal: "alice", contentType: "application/merge-patch+json", body: payment}); a.status != http.StatusCreated {
+		t.Errorf("a +json type: %d %s", a.status, a.body)
+	}
+	if n := w.executions.Load(); n != 2 {
+		t.Errorf("%d executions, want 2", n)
+	}
+	// A route that names its types takes those, JSON or not, and no other.
+	csv := newWorld(t, b, worldOptions{route: func(rt *idemhttp.Route) { rt.MediaTypes = []string{"text/csv"} }})
+	if a := csv.post(key1, "alice", "", "text/csv; header=present", "a,b\n1,2\n"); a.status != http.StatusCreated {
+		t.Errorf("CSV on a CSV route: %d %s", a.status, a.body)
+	}
+	a := csv.post(key2, "alice", "", "application/json", payment)
+	if p := a.problem(t, http.StatusUnsupportedMediaType, idemhttp.CodeUnsupportedMediaType); a.header.Get("Accept") != "text/csv" || !strings.Contains(p.Detail, "text/csv") {
+		t.Errorf("JSON on a CSV route: Accept %q, detail %q", a.header.Get("Accept"), p.Detail)
+	}
+	// A request without a body needs no Content-Type.
+	const key3 = "0d4c2b1a-9e8f-4a6b-8c7d-5e4f3a2b1c0d"
+	if a := w.send(call{method: http.MethodPost, path: "/payments", key: key3, principal: "alice"}); a.status != http.StatusCreated {
+		t.Errorf("no body, no Content-Type: %d %s", a.status, a.body)
+	}
+}
+
 // endToEnd is the suite over 127.0.0.1 (a real http.Server, a real
 // client), each case run over every backend.
 var endToEnd = []struct {
@@ -965,6 +1051,10 @@ var endToEnd = []struct {
 	{"BodyHandedUnchanged", e2eBodyHandedUnchanged},
 	{"ResponseController", e2eResponseController},
 	{"UnprotectedRequestsKeepTheirWriter", e2eUnprotectedRequestsKeepTheirWriter},
+	{"MediaTypes", e2eMediaTypes},
+	{"ClientTimeoutDoesNotDecideTheOutcome", e2eClientTimeoutDoesNotDecideTheOutcome},
+	{"LeaseLostAfterTheClientLeft", e2eLeaseLostAfterTheClientLeft},
+	{"Every503IsLogged", e2eEvery503IsLogged},
 }
 
 func TestEndToEnd(t *testing.T) {

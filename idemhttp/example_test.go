@@ -1,6 +1,7 @@
 package idemhttp_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -50,6 +51,12 @@ func ExampleNew() {
 		r.Header.Set(idemhttp.DefaultKeyHeader, key)
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, r)
+		if w.Header().Get("Content-Type") == "application/problem+json" {
+			var p idemhttp.Problem
+			_ = json.Unmarshal(w.Body.Bytes(), &p)
+			fmt.Println(w.Code, p.Code, p.Title) // the detail says more, for a person
+			return
+		}
 		fmt.Println(w.Code, w.Header().Get(idemhttp.ReplayedHeader), strings.TrimSpace(w.Body.String()))
 	}
 	const key = "8e03978e-40d5-43e8-bc93-6894a57f9324"
@@ -60,6 +67,6 @@ func ExampleNew() {
 	// Output:
 	// 201  {"account":"a-1","payment":1}
 	// 201 true {"account":"a-1","payment":1}
-	// 422  {"type":"https://github.com/idemkit/idem/blob/main/idemhttp/problems.md#key_misuse","title":"Idempotency-Key is already used for another request","status":422,"detail":"this key was used with a different request payload: use a new key for a new request","code":"key_misuse"}
+	// 422 key_misuse Idempotency-Key is already used for another request
 	// charges: 1
 }

@@ -30,12 +30,43 @@ func TestKeyOf(t *testing.T) {
 		{"structured string", []string{`"` + k + `"`}, k, true, ""},
 		{"escapes", []string{`"a\"b\\c0123456789abcdef"`}, `a"b\c0123456789abcdef`, true, ""},
 		{"parameters", []string{`"` + k + `";v=1`}, k, true, ""},
-		{"empty", []string{""}, "", true, "missing"},
+		{"empty", []string{""}, "", true, "empty"},
 		{"twice", []string{k, k}, "", true, "more than once"},
 		{"unterminated", []string{`"` + k}, "", true, "no closing quote"},
 		{"bad escape", []string{`"a\x0123456789abcdef"`}, "", true, "invalid escape"},
 		{"trailing junk", []string{`"` + k + `"x`}, "", true, "followed by"},
 		{"control byte inside quotes", []string{"\"abc\x01def0123456789\""}, "", true, "0x01"},
+		// One line holding a list is two keys, as two lines are (RFC 9110
+		// lets an intermediary join them with commas): refused, bare or quoted.
+		{"bare list", []string{k + ", " + k + "2"}, "", true, "list"},
+		{"bare list without spaces", []string{k + "," + k}, "", true, "list"},
+		{"quoted list", []string{`"` + k + `", "` + k + `"`}, "", true, "list"},
+		{"quoted list after parameters", []string{`"` + k + `";a=1, "` + k + `"`}, "", true, "list"},
+		// Parameters are RFC 9651 parameters, or the value is refused.
+		{"every kind of parameter", []string{`"` + k + `";a;b=1;c=-1.5;d="x\"y";e=tok/en:1;f=:aGk=:;g=?0;h=@1700000000;i=%"caf%c3%a9";*j.k-l_m=?1`}, k, true, ""},
+		{"spaces after the item", []string{`"` + k + `";a=1  `}, k, true, ""},
+		{"spaces after the string", []string{`"` + k + `"  `}, k, true, ""},
+		{"space after a semicolon", []string{`"` + k + `"; a=1;  b`}, k, true, ""},
+		{"garbage parameters", []string{`"` + k + `";;;garbage!!`}, "", true, "parameter"},
+		{"empty parameter", []string{`"` + k + `";`}, "", true, "parameter"},
+		{"upper-case parameter key", []string{`"` + k + `";A=1`}, "", true, "parameter"},
+		{"parameter key starting with a digit", []string{`"` + k + `";1a=1`}, "", true, "parameter"},
+		{"no value after =", []string{`"` + k + `";a=`}, "", true, "no value"},
+		{"space before a semicolon", []string{`"` + k + `" ;a=1`}, "", true, "followed by"},
+		{"value not a bare item", []string{`"` + k + `";a=!x`}, "", true, "not a structured field value"},
+		{"integer of 16 digits", []string{`"` + k + `";a=1234567890123456`}, "", true, "integer"},
+		{"decimal of 4 fraction digits", []string{`"` + k + `";a=1.2345`}, "", true, "decimal"},
+		{"decimal ending with a dot", []string{`"` + k + `";a=1.`}, "", true, "decimal"},
+		{"decimal of 13 integer digits", []string{`"` + k + `";a=1234567890123.5`}, "", true, "decimal"},
+		{"a lone minus", []string{`"` + k + `";a=-`}, "", true, "integer"},
+		{"bad boolean", []string{`"` + k + `";a=?2`}, "", true, "boolean"},
+		{"bad byte sequence", []string{`"` + k + `";a=:@@:`}, "", true, "byte sequence"},
+		{"unterminated byte sequence", []string{`"` + k + `";a=:aGk=`}, "", true, "byte sequence"},
+		{"undecodable byte sequence", []string{`"` + k + `";a=:a:`}, "", true, "byte sequence"},
+		{"date with a fraction", []string{`"` + k + `";a=@1.5`}, "", true, "date"},
+		{"display string with upper-case hex", []string{`"` + k + `";a=%"%C3%A9"`}, "", true, "display string"},
+		{"display string not UTF-8", []string{`"` + k + `";a=%"%ff"`}, "", true, "display string"},
+		{"unterminated parameter string", []string{`"` + k + `";a="x`}, "", true, "no closing quote"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,12 +194,60 @@ func TestRawFingerprint(t *testing.T) {
 	if requestFingerprint(body, "POST", "/accounts/a") != base {
 		t.Error("the request fingerprint is not deterministic")
 	}
-	for ct, want := range map[string]bool{
-		"application/json": true, "Application/JSON; charset=utf-8": true, "application/problem+json": true,
-		"text/plain": false, "": false, "application/jsonx": false, "+json": false,
+}
+
+// TestParseContentType: RFC 9110 media types with their parameters, JSON
+// told apart from the rest, the charset unquoted; what does not parse is
+// an error, never a guess.
+func TestParseContentType(t *testing.T) {
+	for v, want := range map[string]struct {
+		json    bool
+		charset string
+	}{
+		"application/json": {true, ""}, "Application/JSON; charset=utf-8": {true, "utf-8"}, "application/problem+json": {true, ""},
+		`application/json ;	Charset="UTF-8" ; v=1`: {true, "UTF-8"}, `application/json;;a=1;`: {true, ""},
+		`application/json; charset="utf\-8"`: {true, "utf-8"}, "text/plain;charset=latin1": {false, "latin1"},
+		"application/jsonx": {false, ""}, "text/json": {false, ""}, "application/x+json": {true, ""},
 	} {
-		if isJSON(ct) != want {
-			t.Errorf("isJSON(%q) = %v", ct, !want)
+		ct, err := parseContentType(v)
+		if err != nil || ct.isJSON() != want.json || ct.charset != want.charset {
+			t.Errorf("%q: %+v %v, want JSON %v, charset %q", v, ct, err, want.json, want.charset)
+		}
+	}
+	for _, v := range []string{
+		"json", "/json", "application/", "application/json charset=utf-8", "application/json; charset",
+		"application/json; =x", `application/json; charset="utf-8`, "application/json; a=\x01", "app lication/json",
+		"application/json; charset=utf-8; charset=latin1", "application/json; a=\"\x00\"",
+	} {
+		if ct, err := parseContentType(v); err == nil {
+			t.Errorf("%q: parsed as %+v", v, ct)
+		}
+	}
+}
+
+// TestMediaRanges: a route's media types as Route.MediaTypes takes them.
+func TestMediaRanges(t *testing.T) {
+	for pattern, cases := range map[string]map[string]bool{
+		"application/json": {"application/json": true, "APPLICATION/Json": true, "application/jsonx": false, "text/json": false},
+		"*/*+json":         {"application/problem+json": true, "text/x+JSON": true, "application/json": false, "application/+json": false},
+		"text/*":           {"text/csv": true, "text/plain": true, "application/csv": false},
+		"*/*":              {"text/csv": true, "application/octet-stream": true},
+		"Text/CSV":         {"text/csv": true, "text/csvx": false},
+	} {
+		m, err := parseMediaRange(pattern)
+		if err != nil {
+			t.Fatalf("%q: %v", pattern, err)
+		}
+		for v, want := range cases {
+			typ, sub, _ := strings.Cut(v, "/")
+			if m.matches(typ, sub) != want {
+				t.Errorf("%q matches %q: %v, want %v", pattern, v, !want, want)
+			}
+		}
+	}
+	for _, bad := range []string{"json", "application/json; charset=utf-8", "*/json", "a b/c", "text/", "*/*+", "/json"} {
+		if _, err := parseMediaRange(bad); err == nil {
+			t.Errorf("%q: accepted as a media type", bad)
 		}
 	}
 }
@@ -214,7 +293,7 @@ func TestProblemOfAnErrorWithoutStatus(t *testing.T) {
 	for _, status := range []int{0, 99, 600} {
 		p := problemOf(&idem.Error{Code: idem.CodeStoreUnavailable, Status: status})
 		rec := httptest.NewRecorder()
-		writeProblem(rec, p)
+		WriteProblem(rec, p)
 		if p.Status != http.StatusInternalServerError || rec.Code != http.StatusInternalServerError || p.Code != idem.CodeStoreUnavailable {
 			t.Errorf("status %d: problem %+v answered %d", status, p, rec.Code)
 		}
@@ -269,9 +348,11 @@ func TestProblemTypeURIsAreStable(t *testing.T) {
 		idem.CodeOutcomeUnknown:   page + "outcome_unknown",
 		idem.CodeNotExecuted:      page + "not_executed",
 		idem.CodeStoreUnavailable: page + "idempotency_store_unavailable",
+		idem.CodeStoreRefused:     page + "idempotency_store_refused",
 		idem.CodeResponseInvalid:  page + "response_invalid",
 		CodeRequestTooLarge:       page + "request_too_large",
 		CodeUnauthenticated:       page + "unauthenticated",
+		CodeUnsupportedMediaType:  page + "unsupported_media_type",
 		CodeRequestCancelled:      page + "request_cancelled",
 	}
 	codes := ProblemCodes()
@@ -280,7 +361,7 @@ func TestProblemTypeURIsAreStable(t *testing.T) {
 	}
 	for _, c := range codes {
 		uri, ok := want[c]
-		if p := newProblem(c, http.StatusBadRequest, ""); !ok || p.Type != uri || p.Code != c {
+		if p := NewProblem(c, http.StatusBadRequest, ""); !ok || p.Type != uri || p.Code != c {
 			t.Errorf("code %q: type %q, want %q", c, p.Type, uri)
 		}
 	}
@@ -300,18 +381,104 @@ func TestRetryAfterOnEveryComeBackProblem(t *testing.T) {
 			e.RetryAfter = d
 			rec := httptest.NewRecorder()
 			p := problemOf(&e)
-			writeProblem(rec, p)
+			WriteProblem(rec, p)
 			if got := rec.Header().Get("Retry-After"); got != want || strconv.FormatInt(p.RetryAfterSeconds, 10) != want ||
 				!strings.Contains(rec.Body.String(), `"retryAfterSeconds":`+want) || rec.Code != sentinel.Status {
 				t.Errorf("%s %d after %v: Retry-After %q, body %s; want %s", e.Code, rec.Code, d, got, rec.Body, want)
 			}
 		}
 	}
-	for _, e := range []*idem.Error{idem.ErrInvalidKey, idem.ErrInvalidRequest, idem.ErrKeyMisuse, idem.ErrNotExecuted, idem.ErrResponseInvalid} {
+	for _, e := range []*idem.Error{idem.ErrInvalidKey, idem.ErrInvalidRequest, idem.ErrKeyMisuse, idem.ErrNotExecuted, idem.ErrStoreRefused, idem.ErrResponseInvalid} {
 		rec := httptest.NewRecorder()
-		writeProblem(rec, problemOf(e))
+		WriteProblem(rec, problemOf(e))
 		if got := rec.Header().Get("Retry-After"); got != "" || rec.Code != e.Status {
 			t.Errorf("%s: %d with Retry-After %q, want %d and none", e.Code, rec.Code, got, e.Status)
 		}
+	}
+}
+
+// FuzzKeyOf: no header value makes keyOf panic, and a key it accepts from
+// one line is one key: a bare key never holds a comma.
+func FuzzKeyOf(f *testing.F) {
+	for _, seed := range []string{
+		`"0123456789abcdef";a=1;b=?0`, `"k";;;garbage!!`, `"k";a=%"%c3%a9"`, `"k";a=:aGk=:`, `"k";a=-1.5`,
+		`"k";a=@1`, `"k", "l"`, "k, l", `"k`, `"\`, `"k";a=`, `"k";a=%"%`, `"k";a=:`, `"k";a=?`, `"k"   `,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		key, _, err := keyOf(http.Header{DefaultKeyHeader: {v}}, DefaultKeyHeader)
+		if err == nil && v[0] != '"' && strings.Contains(key, ",") {
+			t.Fatalf("%q: accepted the bare list %q", v, key)
+		}
+	})
+}
+
+// storedFP is the cause an ErrKeyMisuse carries when the executor hands
+// over the record's fingerprint.
+type storedFP idem.Fingerprint
+
+func (s storedFP) Error() string                       { return "stored fingerprint" }
+func (s storedFP) StoredFingerprint() idem.Fingerprint { return idem.Fingerprint(s) }
+
+// TestMismatchNamesWhatDiffers: given the stored fingerprint, a 422 names
+// exactly the parts of the request that differ (method, path, query, body);
+// without it, or for a fingerprint of another layout, it names every part
+// that counts, and never calls a query "another payload".
+func TestMismatchNamesWhatDiffers(t *testing.T) {
+	bodyA := rawFingerprint("u", "application/json", []byte(`{"a":1}`))
+	bodyB := rawFingerprint("u", "application/json", []byte(`{"a":2}`))
+	first := requestFingerprint(bodyA, "POST", "/accounts/a/payments")
+	for _, c := range []struct {
+		name string
+		fp   idem.Fingerprint
+		want string
+	}{
+		{"a query", requestFingerprint(bodyA, "POST", "/accounts/a/payments?x=1"), "(its query differs)"},
+		{"an empty query", requestFingerprint(bodyA, "POST", "/accounts/a/payments?"), "(its query differs)"},
+		{"a path", requestFingerprint(bodyA, "POST", "/accounts/b/payments"), "(its path differs)"},
+		{"a method", requestFingerprint(bodyA, "PATCH", "/accounts/a/payments"), "(its method differs)"},
+		{"a body", requestFingerprint(bodyB, "POST", "/accounts/a/payments"), "(its body differs)"},
+		{"path and query", requestFingerprint(bodyA, "POST", "/accounts/b/payments?x=1"), "(its path and query differ)"},
+		{"all", requestFingerprint(bodyB, "PUT", "/accounts/b/payments?x=1"), "(its method, path, query and body differ)"},
+	} {
+		e := &idem.Error{Code: idem.CodeKeyMisuse, Status: http.StatusUnprocessableEntity, Err: storedFP(first)}
+		if got := describeMismatch(e, c.fp); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	query := requestFingerprint(bodyA, "POST", "/accounts/a/payments?x=1")
+	var otherLayout idem.Fingerprint
+	copy(otherLayout[:], sha256.New().Sum(nil)) // a v1 record: no tags
+	for name, e := range map[string]*idem.Error{
+		"no stored fingerprint": idem.ErrKeyMisuse,
+		"another layout":        {Code: idem.CodeKeyMisuse, Err: storedFP(otherLayout)},
+	} {
+		if got := describeMismatch(e, query); got != misuseDetailUnknown || strings.Contains(got, "payload") {
+			t.Errorf("%s: %q, want %q", name, got, misuseDetailUnknown)
+		}
+	}
+}
+
+// TestRequestFingerprintPreImage: the request's fingerprint is the
+// documented layout, computed here independently.
+func TestRequestFingerprintPreImage(t *testing.T) {
+	field := func(b []byte) []byte { return append(binary.BigEndian.AppendUint64(nil, uint64(len(b))), b...) }
+	fnvFold := func(s string) byte {
+		h := uint32(2166136261)
+		for _, c := range []byte(s) {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		return byte(h) ^ byte(h>>8) ^ byte(h>>16) ^ byte(h>>24)
+	}
+	body := rawFingerprint("u", "text/csv", []byte("a,b\n"))
+	var pre []byte
+	for _, f := range [][]byte{[]byte("idem/http/target/v2"), body[:], []byte("POST"), []byte("/p/1?x=1")} {
+		pre = append(pre, field(f)...)
+	}
+	digest := sha256.Sum256(pre)
+	want := idem.Fingerprint(append(digest[:27:27], 0x02, fnvFold("POST"), fnvFold("/p/1"), fnvFold("?x=1"), fnvFold(string(body[:]))))
+	if got := requestFingerprint(body, "POST", "/p/1?x=1"); got != want {
+		t.Fatalf("request fingerprint %x, want the documented %x", got, want)
 	}
 }

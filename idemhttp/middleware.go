@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -39,58 +40,37 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = core.ValidateKey(key, c.keyBytesMax)
 	}
 	if err != nil {
-		writeProblem(w, newProblem(idem.CodeInvalidKey, http.StatusBadRequest, c.keyHeader+": "+err.Error()))
+		WriteProblem(w, NewProblem(idem.CodeInvalidKey, http.StatusBadRequest, c.keyHeader+": "+err.Error()))
 		return
 	}
-	scope := idem.Scope{UseCase: c.useCase, Key: key, Principal: AnonymousPrincipal}
-	if c.principal != nil {
-		p, err := c.principal(r)
-		if err != nil || p == "" {
-			writeProblem(w, newProblem(CodeUnauthenticated, http.StatusUnauthorized, "the request names no caller"))
-			return
-		}
-		scope.Principal = p
+	scope, ok := c.scopeOf(w, r, key)
+	if !ok {
+		return
 	}
-	if c.tenant != nil {
-		t, err := c.tenant(r)
-		if err != nil {
-			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "tenant: "+err.Error()))
-			return
-		}
-		scope.Tenant = t
+	// The media type before the body: a type the route does not take costs
+	// no body read.
+	ct := r.Header.Get("Content-Type")
+	isJSON, err := c.bodyMediaType(ct)
+	if err != nil {
+		writeUnsupportedMediaType(w, c, err)
+		return
 	}
 	// The attempt holds the request's state, its capture and the body's
 	// buffer in one allocation, pooled while the handler does not run.
 	run := attemptPool.Get().(*attempt)
 	defer run.done()
-	body, err := readBody(w, r, c.bodyBytesMax, run.bodyBuf[:0])
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeProblem(w, newProblem(CodeRequestTooLarge, http.StatusRequestEntityTooLarge,
-				"the request body is over "+strconv.FormatInt(c.bodyBytesMax, 10)+" bytes"))
-			return
-		}
-		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
+	bodyFP, ok := c.bodyFingerprint(w, r, ct, isJSON, run)
+	if !ok {
 		return
-	}
-	run.bodyBuf = body
-	var bodyFP idem.Fingerprint
-	if ct := r.Header.Get("Content-Type"); isJSON(ct) {
-		if bodyFP, err = c.spec.Of(body); err != nil {
-			writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
-			return
-		}
-	} else {
-		bodyFP = rawFingerprint(c.useCase, mediaTypeOf(ct), body)
 	}
 	req := idem.Request{Scope: scope, Fingerprint: requestFingerprint(bodyFP, r.Method, r.URL.RequestURI())}
 
-	run.next, run.r = h.next, r
-	run.body.Reset(body) // the handler reads the same bytes, as if the middleware were not there
-	run.cw.init(w, c)    // the capture takes a buffer only if the handler runs and writes
+	run.next, run.r, run.executionTimeout = h.next, r, c.executionTimeout
+	run.body.Reset(run.bodyBuf) // the handler reads the same bytes, as if the middleware were not there
+	run.cw.init(w, c)           // the capture takes a buffer only if the handler runs and writes
 	cw := &run.cw
-	res, err := h.ex.Do(r.Context(), req, run.action) // a panic of the handler comes back out of Do, recorded
+	run.doCtx.init(r.Context())
+	res, err := h.ex.Do(&run.doCtx, req, run.action) // a panic of the handler comes back out of Do, recorded
 	switch {
 	case err == nil && res.Kind == idem.ResultReplayed:
 		writeReplay(w, c, &res.Response)
@@ -101,18 +81,88 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Retries get what the record says (see the package doc).
 		cw.send()
 	case err == nil:
-		writeProblem(w, newProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"))
+		c.answer(w, NewProblem(idem.CodeInvalidRequest, http.StatusInternalServerError, "the executor answered without running or replaying"), nil)
 	default:
-		if e, ok := asIdemError(err); ok {
-			writeProblem(w, problemOf(e))
-			return
-		}
-		// Only a context done before anything ran comes back as it is:
-		// nothing was reserved, and it is not the store's failure.
-		p := newProblem(CodeRequestCancelled, http.StatusServiceUnavailable, "the request was cancelled before it ran: nothing was executed")
-		p.RetryAfterSeconds = 1
-		writeProblem(w, p)
+		c.answer(w, refusal(err, req.Fingerprint), err)
 	}
+}
+
+// scopeOf is the request's scope for key: the caller (401 without one) and
+// the tenant (400 if it cannot be named). ok is false once it has answered.
+func (c *config) scopeOf(w http.ResponseWriter, r *http.Request, key string) (scope idem.Scope, ok bool) {
+	scope = idem.Scope{UseCase: c.useCase, Key: key, Principal: AnonymousPrincipal}
+	if c.principal != nil {
+		p, err := c.principal(r)
+		if err != nil || p == "" {
+			w.Header().Set("WWW-Authenticate", c.challenge)
+			WriteProblem(w, NewProblem(CodeUnauthenticated, http.StatusUnauthorized, "the request names no caller"))
+			return scope, false
+		}
+		scope.Principal = p
+	}
+	if c.tenant != nil {
+		t, err := c.tenant(r)
+		if err != nil {
+			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "tenant: "+err.Error()))
+			return scope, false
+		}
+		scope.Tenant = t
+	}
+	return scope, true
+}
+
+// bodyFingerprint reads the body into run, once, and fingerprints it: as
+// JSON, or as its media type ct and raw bytes. ok is false once it has
+// answered (413, 415 for a body without a Content-Type, 400).
+func (c *config) bodyFingerprint(w http.ResponseWriter, r *http.Request, ct string, isJSON bool, run *attempt) (fp idem.Fingerprint, ok bool) {
+	body, err := readBody(w, r, c.bodyBytesMax, run.bodyBuf[:0])
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			WriteProblem(w, NewProblem(CodeRequestTooLarge, http.StatusRequestEntityTooLarge,
+				"the request body is over "+strconv.FormatInt(c.bodyBytesMax, 10)+" bytes"))
+			return fp, false
+		}
+		WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the request body could not be read"))
+		return fp, false
+	}
+	run.bodyBuf = body
+	switch {
+	case isJSON:
+		if fp, err = c.spec.Of(body); err != nil {
+			WriteProblem(w, NewProblem(idem.CodeInvalidRequest, http.StatusBadRequest, "the JSON body cannot be fingerprinted: "+err.Error()))
+			return fp, false
+		}
+		return fp, true
+	case ct == "" && len(body) > 0:
+		writeUnsupportedMediaType(w, c, c.errNoContentType())
+		return fp, false
+	}
+	return rawFingerprint(c.useCase, mediaTypeOf(ct), body), true
+}
+
+// answer sends a problem of the executor's, logged if it is a 5xx.
+func (c *config) answer(w http.ResponseWriter, p Problem, cause error) {
+	c.logServerProblem(&p, cause)
+	WriteProblem(w, p)
+}
+
+// refusal is the problem for Do's error when the handler did not run.
+func refusal(err error, fp idem.Fingerprint) Problem {
+	e, ok := asIdemError(err)
+	// A context done before anything ran comes back as it is: nothing was
+	// reserved, and it is not the store's failure. A client gone once the
+	// key was reserved, before the handler started, released the key.
+	if !ok || errors.Is(err, errClientGone) {
+		p := NewProblem(CodeRequestCancelled, http.StatusServiceUnavailable, "the request was cancelled before it ran: nothing was executed")
+		p.RetryAfterSeconds = 1
+		return p
+	}
+	p := problemOf(e)
+	if e.Code == idem.CodeKeyMisuse {
+		p.Detail = describeMismatch(e, fp)
+	}
+	return p
 }
 
 // attempt is one request's run of the handler as an idem.Action.
@@ -122,6 +172,9 @@ type attempt struct {
 	bodyBuf []byte   // what readBody read into
 	body    heldBody // bodyBuf, for the handler
 	cw      capture
+
+	executionTimeout time.Duration
+	doCtx            doContext // Do's: the client's, until the handler starts
 
 	ran         bool
 	at          idem.Attempt
@@ -133,14 +186,16 @@ type attemptKey struct{}
 
 var attemptPool = sync.Pool{New: func() any { return new(attempt) }}
 
-// done releases what the request held. While the handler has not run (a
-// replay, a refusal), nothing else can hold the attempt or the body it
+// done ends the watch over the client and releases what the request held.
+// While the handler has not run (a replay, a refusal) and the watch's
+// callback never started, nothing else can hold the attempt or the body it
 // read, so both go back to the pool. A handler may keep its request (the
-// attempt in its context, the body) past its return: after a run they are
-// left to the collector.
+// attempt in its context, the body) past its return, and a callback may
+// still be running: then they are left to the collector.
 func (a *attempt) done() {
+	a.doCtx.end()
 	a.cw.release()
-	if a.ran {
+	if a.ran || a.doCtx.fired {
 		return
 	}
 	buf := a.bodyBuf[:0]
@@ -157,13 +212,19 @@ type heldBody struct{ bytes.Reader }
 
 func (*heldBody) Close() error { return nil }
 
-// action runs the handler on the attempt's context (cancelled when the
-// client goes away or the lease is lost), and returns what it wrote. The
+// action runs the handler on its own context (see handlerContext: its
+// client's going away does not cancel it), and returns what it wrote. The
 // handler's request is a copy of the client's with the body the middleware
-// read: the client's request is not modified.
+// read: the client's request is not modified. A client gone before the
+// handler started leaves nothing run, and says so.
 func (a *attempt) action(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+	if !a.doCtx.start() {
+		return idem.Response{}, idem.NotExecuted(errClientGone)
+	}
 	a.ran, a.at = true, at
-	r := a.r.WithContext(context.WithValue(ctx, attemptKey{}, a))
+	hctx, cancel := a.handlerContext(ctx)
+	defer cancel()
+	r := a.r.WithContext(context.WithValue(hctx, attemptKey{}, a))
 	r.Body, r.ContentLength = &a.body, a.body.Size()
 	a.next.ServeHTTP(&a.cw, r)
 	switch {
@@ -280,9 +341,9 @@ func readBody(w http.ResponseWriter, r *http.Request, bodyMax int64, buf []byte)
 // 200 for others), or a body with 204 or 304, is answered 500
 // response_invalid rather than replayed as something else.
 func writeReplay(w http.ResponseWriter, c *config, resp *idem.Response) {
-	if core.CheckStatus(resp.StatusCode, len(resp.Body)) != nil {
-		writeProblem(w, newProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
-			"the stored response cannot be replayed over HTTP"))
+	if err := core.CheckStatus(resp.StatusCode, len(resp.Body)); err != nil {
+		c.answer(w, NewProblem(idem.CodeResponseInvalid, http.StatusInternalServerError,
+			"the stored response cannot be replayed over HTTP"), err)
 		return
 	}
 	h := w.Header()

@@ -24,6 +24,10 @@ const (
 	CodeRequestTooLarge idem.Code = "request_too_large"
 	// CodeUnauthenticated: the route's principal extractor found no caller. 401.
 	CodeUnauthenticated idem.Code = "unauthenticated"
+	// CodeUnsupportedMediaType: the request's Content-Type is not one the
+	// route takes (Route.MediaTypes), or a body came without one. 415, with
+	// Accept.
+	CodeUnsupportedMediaType idem.Code = "unsupported_media_type"
 	// CodeRequestCancelled: the request's context ended before anything ran
 	// (the client went away, or the server is shutting down). Nothing was
 	// reserved or executed, and no store error is counted. 503.
@@ -38,8 +42,9 @@ type Problem struct {
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
 	// Code is the stable idem.Code (or one of this package's Code* values):
-	// what a client should branch on, with Type.
-	Code idem.Code `json:"code"`
+	// what a client should branch on, with Type. Every problem of this
+	// package has one; an application's own may leave it out.
+	Code idem.Code `json:"code,omitempty"`
 	// RetryAfterSeconds repeats the Retry-After header, when there is one.
 	RetryAfterSeconds int64 `json:"retryAfterSeconds,omitempty"`
 }
@@ -54,9 +59,11 @@ var problemTitles = map[idem.Code]string{
 	idem.CodeOutcomeUnknown:   "The outcome of the request with this Idempotency-Key is not known yet",
 	idem.CodeNotExecuted:      "The request was not executed",
 	idem.CodeStoreUnavailable: "The idempotency store is unavailable",
+	idem.CodeStoreRefused:     "The idempotency store refused the request's record",
 	idem.CodeResponseInvalid:  "The response cannot be stored for replay",
 	CodeRequestTooLarge:       "The request body is too large",
 	CodeUnauthenticated:       "The request is not authenticated",
+	CodeUnsupportedMediaType:  "The request's media type is not accepted",
 	CodeRequestCancelled:      "The request was cancelled before it ran",
 }
 
@@ -65,8 +72,8 @@ var problemTitles = map[idem.Code]string{
 func ProblemCodes() []idem.Code {
 	return []idem.Code{
 		idem.CodeInvalidKey, idem.CodeInvalidRequest, idem.CodeKeyMisuse, idem.CodeInProgress,
-		idem.CodeOutcomeUnknown, idem.CodeNotExecuted, idem.CodeStoreUnavailable, idem.CodeResponseInvalid,
-		CodeRequestTooLarge, CodeUnauthenticated, CodeRequestCancelled,
+		idem.CodeOutcomeUnknown, idem.CodeNotExecuted, idem.CodeStoreUnavailable, idem.CodeStoreRefused, idem.CodeResponseInvalid,
+		CodeRequestTooLarge, CodeUnauthenticated, CodeUnsupportedMediaType, CodeRequestCancelled,
 	}
 }
 
@@ -84,8 +91,11 @@ func RetryAfterSeconds(d time.Duration) int64 {
 	return min(int64(s), math.MaxInt32) // a sane bound: no client waits 68 years
 }
 
-// newProblem builds the problem for code with status and detail.
-func newProblem(code idem.Code, status int, detail string) Problem {
+// NewProblem builds the problem for code with status and detail: its type
+// is ProblemTypeBase + code and its title the code's own (the status's
+// text for a code of another package). An application's own refusals (its
+// authentication's 401) can so look like the middleware's.
+func NewProblem(code idem.Code, status int, detail string) Problem {
 	title, ok := problemTitles[code]
 	if !ok {
 		title = http.StatusText(status)
@@ -103,7 +113,7 @@ func problemOf(e *idem.Error) Problem {
 	if status < 200 || status > 599 {
 		status = http.StatusInternalServerError
 	}
-	p := newProblem(e.Code, status, detailOf(e))
+	p := NewProblem(e.Code, status, detailOf(e))
 	switch e.Code {
 	case idem.CodeInProgress, idem.CodeOutcomeUnknown, idem.CodeStoreUnavailable:
 		p.RetryAfterSeconds = RetryAfterSeconds(e.RetryAfter)
@@ -121,21 +131,23 @@ func detailOf(e *idem.Error) string {
 			return e.Err.Error()
 		}
 	case idem.CodeKeyMisuse:
-		return "this key was used with a different request payload: use a new key for a new request"
+		return misuseDetailUnknown // the middleware names the parts when it can (describeMismatch)
 	case idem.CodeInProgress:
 		return "another request with this key is running: retry after Retry-After seconds"
 	case idem.CodeOutcomeUnknown:
 		return "an earlier attempt with this key may have executed; it is being reconciled and is never executed twice: retry after Retry-After seconds"
 	case idem.CodeStoreUnavailable:
 		return "nothing was executed: retry after Retry-After seconds"
+	case idem.CodeStoreRefused:
+		return "nothing was executed: the server's idempotency store refused to keep this request's record, and will refuse it again until the server is fixed"
 	}
 	return ""
 }
 
-// writeProblem sends p. The body is built before anything is written, so a
-// failure to encode (which cannot happen for these fields) still sends a
-// status.
-func writeProblem(w http.ResponseWriter, p Problem) {
+// WriteProblem sends p as application/problem+json, with Retry-After when
+// p has one. The body is built before anything is written, so a failure to
+// encode (which cannot happen for these fields) still sends a status.
+func WriteProblem(w http.ResponseWriter, p Problem) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		body = []byte(`{"type":"about:blank","status":500}`)
@@ -149,6 +161,15 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body) // the client may be gone: nothing left to tell it
+}
+
+// writeUnsupportedMediaType answers 415 with why (err) and, when the
+// route's media types can be said so, Accept (RFC 9110 §15.5.16).
+func writeUnsupportedMediaType(w http.ResponseWriter, c *config, err error) {
+	if c.accept != "" {
+		w.Header().Set("Accept", c.accept)
+	}
+	WriteProblem(w, NewProblem(CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, err.Error()))
 }
 
 // asIdemError reports err as an *idem.Error.

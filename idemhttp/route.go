@@ -3,9 +3,11 @@ package idemhttp
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -19,6 +21,10 @@ const DefaultKeyHeader = "Idempotency-Key"
 // ReplayedHeader is added, with the value "true", to every replayed
 // response: the stored response is otherwise sent as it was.
 const ReplayedHeader = "Idempotent-Replayed"
+
+// DefaultAuthChallenge is a route's WWW-Authenticate on a 401 unless it
+// names its own: the bearer token scheme (RFC 6750), which most APIs take.
+const DefaultAuthChallenge = "Bearer"
 
 // AnonymousPrincipal is the principal of every request on a route marked
 // Anonymous: all its callers share one key space, so keys must be
@@ -45,11 +51,21 @@ type Route struct {
 	// fingerprinted (413 beyond it); the executor policy's RequestBytesMax
 	// if 0.
 	BodyBytesMax int64
-	// Fingerprint computes the fingerprint of JSON bodies (a Content-Type of
-	// application/json or */*+json), with its JSON Pointer Include/Exclude
-	// selection and schema version. If nil, fingerprint.NewSpec(UseCase, 1):
-	// the whole body, canonicalized. A body of any other type is
-	// fingerprinted as its media type and raw bytes (see RawDomainTag).
+	// MediaTypes are the request media types (Content-Type, parameters
+	// aside) the route takes: type/subtype, type/*, */*, or type/*+suffix
+	// (*/*+json: any +json type). A request of another type, or with a body
+	// and no Content-Type, is answered 415 before its body is read; a
+	// request without a body needs no Content-Type. A JSON type
+	// (application/json or +json) is fingerprinted by Fingerprint and must
+	// be UTF-8 (a charset other than utf-8 is refused); any other type, as
+	// its media type and raw bytes (see RawDomainTag). DefaultMediaTypes
+	// (JSON only) if nil: a handler that parses JSON never gets a body that
+	// skipped the canonical form and its duplicate-member check. Name the
+	// types of a route that takes others; []string{"*/*"} takes any.
+	MediaTypes []string
+	// Fingerprint computes the fingerprint of JSON bodies, with its JSON
+	// Pointer Include/Exclude selection and schema version. If nil,
+	// fingerprint.NewSpec(UseCase, 1): the whole body, canonicalized.
 	// Either way the request's method and target (path and query) count
 	// too (see TargetDomainTag): the same key and body sent to
 	// /accounts/a/payments and /accounts/b/payments are two requests, and
@@ -63,9 +79,25 @@ type Route struct {
 	// request's principal is AnonymousPrincipal. New refuses a Route with
 	// neither Principal nor Anonymous, and one with both.
 	Anonymous bool
+	// AuthChallenge is the WWW-Authenticate value of the 401 answered when
+	// Principal names no caller (RFC 9110 §11.6.1 wants a challenge on
+	// every 401): the scheme your authentication takes, with its
+	// parameters (Basic realm="api"). DefaultAuthChallenge if empty.
+	AuthChallenge string
 	// Tenant names the caller's tenant; none if nil. An error is answered
 	// 400.
 	Tenant func(*http.Request) (string, error)
+	// ExecutionTimeout bounds the handler's run: its context's deadline is
+	// this long after it starts (the cause is ErrExecutionTimeout).
+	// DefaultExecutionTimeout if 0. The handler's context is not cancelled
+	// when its client goes away (see the package documentation): this
+	// timeout, and a lost lease, are what end it.
+	ExecutionTimeout time.Duration
+	// Logger is where the middleware logs each 5xx it answers, once: a 503
+	// (the store is down, a client gone before anything ran) at WARN, any
+	// other at ERROR, with the use case and the code, never the key, the
+	// principal or the tenant. slog.Default() (when it logs) if nil.
+	Logger *slog.Logger
 	// ReplayHeaders are response headers stored and replayed besides
 	// Content-Type and Location (which always are). Headers the connection
 	// or the server owns (Content-Length, Transfer-Encoding, Connection,
@@ -94,8 +126,15 @@ type config struct {
 	spec         *fingerprint.Spec
 	principal    func(*http.Request) (string, error)
 	tenant       func(*http.Request) (string, error)
+	challenge    string   // WWW-Authenticate of a 401
 	replayed     []string // canonical
+	mediaTypes   []mediaRange
+	mediaList    string // the media types, for a 415's detail
+	accept       string // the Accept header of a 415; "" if none can be said
 	keyBytesMax  int
+	logger       *slog.Logger // nil: slog.Default()
+	// executionTimeout bounds the handler's context.
+	executionTimeout time.Duration
 	// responseBytesMax is the policy's stored-response limit: the capture
 	// stops buffering past it.
 	responseBytesMax int
@@ -148,53 +187,89 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 	c := &config{
 		useCase: rt.UseCase, keyHeader: DefaultKeyHeader, keyOptional: rt.KeyOptional,
 		methods: []string{http.MethodPost, http.MethodPatch}, bodyBytesMax: int64(p.RequestBytesMax),
-		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant,
+		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant, challenge: DefaultAuthChallenge, logger: rt.Logger,
 		replayed: slices.Clone(alwaysReplayed), keyBytesMax: p.KeyBytesMax, responseBytesMax: p.ResponseBytesMax,
 	}
+	if err := c.setRequestRules(rt); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := c.setReplayHeaders(rt.ReplayHeaders); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return c, nil
+}
+
+// setRequestRules checks and keeps what rt says of the requests it takes:
+// the key header, the 401's challenge, the methods, the media types, the
+// execution timeout, the body limit and the fingerprint.
+func (c *config) setRequestRules(rt Route) error {
 	if rt.KeyHeader != "" {
 		if !validToken(rt.KeyHeader) {
-			return nil, fmt.Errorf("%s: key header %q is not an RFC 9110 field name", where, rt.KeyHeader)
+			return fmt.Errorf("key header %q is not an RFC 9110 field name", rt.KeyHeader)
 		}
 		c.keyHeader = http.CanonicalHeaderKey(rt.KeyHeader)
 	}
+	if rt.AuthChallenge != "" {
+		if !validChallenge(rt.AuthChallenge) {
+			return fmt.Errorf("auth challenge %q is not an RFC 9110 challenge (a scheme, then a space and its parameters)", rt.AuthChallenge)
+		}
+		c.challenge = rt.AuthChallenge
+	}
 	if rt.Methods != nil {
 		if len(rt.Methods) == 0 {
-			return nil, fmt.Errorf("%s: an empty Methods protects nothing (nil means POST and PATCH)", where)
+			return errors.New("an empty Methods protects nothing (nil means POST and PATCH)")
 		}
 		c.methods = nil
 		for _, m := range rt.Methods {
 			if !validToken(m) {
-				return nil, fmt.Errorf("%s: method %q is not an RFC 9110 token", where, m)
+				return fmt.Errorf("method %q is not an RFC 9110 token", m)
 			}
 			c.methods = append(c.methods, strings.ToUpper(m))
 		}
 	}
+	if err := c.setMediaTypes(rt.MediaTypes); err != nil {
+		return err
+	}
+	switch {
+	case rt.ExecutionTimeout < 0:
+		return fmt.Errorf("execution timeout %v must not be negative", rt.ExecutionTimeout)
+	case rt.ExecutionTimeout == 0:
+		c.executionTimeout = DefaultExecutionTimeout
+	default:
+		c.executionTimeout = rt.ExecutionTimeout
+	}
 	switch {
 	case rt.BodyBytesMax < 0:
-		return nil, fmt.Errorf("%s: body limit %d bytes must not be negative", where, rt.BodyBytesMax)
+		return fmt.Errorf("body limit %d bytes must not be negative", rt.BodyBytesMax)
 	case rt.BodyBytesMax > 0:
 		c.bodyBytesMax = rt.BodyBytesMax
 	}
 	if c.spec == nil {
 		spec, err := fingerprint.NewSpec(rt.UseCase, 1)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return err
 		}
 		c.spec = spec
 	}
-	for _, h := range rt.ReplayHeaders {
+	return nil
+}
+
+// setReplayHeaders adds the route's own replayed headers to those always
+// replayed.
+func (c *config) setReplayHeaders(headers []string) error {
+	for _, h := range headers {
 		if !validToken(h) {
-			return nil, fmt.Errorf("%s: replay header %q is not an RFC 9110 field name", where, h)
+			return fmt.Errorf("replay header %q is not an RFC 9110 field name", h)
 		}
 		name := http.CanonicalHeaderKey(h)
 		if slices.Contains(neverReplayed, name) {
-			return nil, fmt.Errorf("%s: header %s belongs to the connection or to one message and is never replayed", where, name)
+			return fmt.Errorf("header %s belongs to the connection or to one message and is never replayed", name)
 		}
 		if !slices.Contains(c.replayed, name) {
 			c.replayed = append(c.replayed, name)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // protects reports whether requests with method m are protected.
@@ -211,17 +286,24 @@ func (c *config) replayedName(name string) (string, bool) {
 	return "", false
 }
 
+// validChallenge reports whether s is a challenge as WWW-Authenticate holds
+// it: an auth-scheme (a token), then optionally one space and parameters
+// without control bytes or a space at either end.
+func validChallenge(s string) bool {
+	scheme, params, hasParams := strings.Cut(s, " ")
+	if !hasParams {
+		return validToken(scheme)
+	}
+	return validToken(scheme) && params != "" && validValue(params) && strings.TrimSpace(params) == params
+}
+
 // validToken reports whether s is an RFC 9110 token (a field name, a method).
 func validToken(s string) bool {
 	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
+		if !isTchar(s[i]) {
 			return false
 		}
 	}

@@ -168,9 +168,19 @@ func TestPrincipalNamesNobodyIs401(t *testing.T) {
 			if rec.Code != http.StatusUnauthorized || codeOf(rec) != string(idemhttp.CodeUnauthenticated) {
 				t.Errorf("%s: %d %s, want 401 unauthenticated", path, rec.Code, rec.Body)
 			}
+			// RFC 9110 §11.6.1: a 401 carries a challenge.
+			if got := rec.Header().Values("WWW-Authenticate"); len(got) != 1 || got[0] != "Bearer" {
+				t.Errorf("%s: WWW-Authenticate %q, want the default challenge Bearer", path, got)
+			}
 		}
 	}
 	if rw.runs["POST /empty"] != 0 || rw.runs["POST /failing"] != 0 {
 		t.Errorf("the handler ran without a caller: %v", rw.runs)
+	}
+	// A route names its own challenge.
+	rw.handle("POST /basic", ex, idemhttp.Route{UseCase: "basic", AuthChallenge: `Basic realm="payments", charset="UTF-8"`,
+		Principal: func(*http.Request) (string, error) { return "", nil }})
+	if rec := rw.do("POST", "/basic", `{}`, idemhttp.DefaultKeyHeader, key1); rec.Header().Get("WWW-Authenticate") != `Basic realm="payments", charset="UTF-8"` {
+		t.Errorf("a route's own challenge: %d %q", rec.Code, rec.Header().Get("WWW-Authenticate"))
 	}
 }

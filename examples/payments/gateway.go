@@ -30,6 +30,15 @@ type Payment struct {
 //	          the reconciler finds the charge in the ledger).
 //
 // Every charge waits the gateway's delay first (slow), within the deadline.
+const (
+	customerDeclined = "decline-"
+	customerDown     = "down-"
+	customerTimeout  = "timeout-"
+)
+
+// testCustomers are the prefixes above, for the README's check.
+var testCustomers = []string{customerDeclined, customerDown, customerTimeout}
+
 var (
 	ErrRefusedBeforeSending = errors.New("gateway: connection refused, nothing was sent")
 	ErrTimeout              = errors.New("gateway: timed out waiting for the answer")
@@ -43,11 +52,26 @@ type Gateway struct {
 	delay time.Duration
 
 	mu     sync.Mutex
-	ledger map[string]Payment
+	ledger map[string]Payment // by attempt (attemptID)
+	byID   map[string]ownedPayment
+}
+
+// ownedPayment is a payment with the principal who made it.
+type ownedPayment struct {
+	Payment
+	principal string
 }
 
 func NewGateway(delay time.Duration) *Gateway {
-	return &Gateway{delay: delay, ledger: map[string]Payment{}}
+	return &Gateway{delay: delay, ledger: map[string]Payment{}, byID: map[string]ownedPayment{}}
+}
+
+// Payment looks a charge up by its id.
+func (g *Gateway) Payment(id string) (ownedPayment, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.byID[id]
+	return p, ok
 }
 
 // attemptID names one attempt for the gateway: scope and token together.
@@ -59,7 +83,7 @@ func attemptID(scope core.Scope, token core.Token) string {
 // deadline (the attempt's lease end): that is what lets Check conclude
 // "not executed" once the lease has passed.
 func (g *Gateway) Charge(ctx context.Context, at idem.Attempt, p Payment) (Payment, error) {
-	if strings.HasPrefix(p.CustomerID, "down-") {
+	if strings.HasPrefix(p.CustomerID, customerDown) {
 		return Payment{}, ErrRefusedBeforeSending
 	}
 	select {
@@ -77,13 +101,14 @@ func (g *Gateway) Charge(ctx context.Context, at idem.Attempt, p Payment) (Payme
 		charged = p
 		charged.ID = fmt.Sprintf("pay_%d", at.Token)
 		charged.Status = "succeeded"
-		if strings.HasPrefix(p.CustomerID, "decline-") {
+		if strings.HasPrefix(p.CustomerID, customerDeclined) {
 			charged.Status = "declined"
 		}
 		g.ledger[id] = charged
+		g.byID[charged.ID] = ownedPayment{charged, at.Scope.Principal}
 	}
 	g.mu.Unlock()
-	if strings.HasPrefix(p.CustomerID, "timeout-") {
+	if strings.HasPrefix(p.CustomerID, customerTimeout) {
 		return Payment{}, ErrTimeout // charged, but the answer never arrives
 	}
 	return charged, nil

@@ -14,15 +14,18 @@ import (
 type principalKey struct{}
 
 // authenticate stands in for real authentication: the X-Principal header
-// names the caller, and a request without one is answered 401. Replace it
-// with your identity provider's check; the idempotency route only needs
-// principalOf to name the caller it verified.
+// names the caller, and a request without one is answered 401, with the
+// challenge RFC 9110 wants and the same problem (RFC 9457) the middleware
+// answers when it finds no caller. Replace it with your identity
+// provider's check; the idempotency route only needs principalOf to name
+// the caller it verified.
 func authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.Header.Get("X-Principal")
 		if p == "" {
 			w.Header().Set("WWW-Authenticate", `X-Principal realm="payments example"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "X-Principal is required (a stand-in for authentication)"})
+			idemhttp.WriteProblem(w, idemhttp.NewProblem(idemhttp.CodeUnauthenticated, http.StatusUnauthorized,
+				"X-Principal is required (a stand-in for authentication)"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
@@ -56,18 +59,33 @@ func paymentResponse(p Payment) (idem.Response, error) {
 	}}, nil
 }
 
+// paymentRequest is what a client sends to POST /payments.
+type paymentRequest struct {
+	CustomerID  string `json:"customerId"`
+	AmountCents int64  `json:"amountCents"`
+	Currency    string `json:"currency"`
+	// ClientRequestTime is the client's clock, which the fingerprint
+	// excludes: two sends of one payment differ in it. So it must not
+	// decide the answer, or a refusal of one send would be replayed to the
+	// other: it is taken whatever JSON it holds (or none), and never read.
+	ClientRequestTime json.RawMessage `json:"clientRequestTime"`
+}
+
 // createPayment is the seed's handler. Under the middleware it runs at most
 // once per key; it only has to say which failures left nothing behind.
 func createPayment(gw *Gateway) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var p Payment
+		var req paymentRequest
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&p); err != nil || p.CustomerID == "" || p.AmountCents <= 0 || len(p.Currency) != 3 {
-			// Same payload, same answer: a refusal is stored and replayed too.
+		if err := dec.Decode(&req); err != nil || req.CustomerID == "" || req.AmountCents <= 0 || len(req.Currency) != 3 {
+			// Same payload, same answer: a refusal is stored and replayed
+			// too. It reads only fingerprinted fields, so it is the same
+			// answer for every request that shares the fingerprint.
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "want customerId, a positive amountCents and a 3-letter currency"})
 			return
 		}
+		p := Payment{CustomerID: req.CustomerID, AmountCents: req.AmountCents, Currency: req.Currency}
 		at, _ := idemhttp.AttemptOf(r)
 		charged, err := gw.Charge(r.Context(), at, p)
 		switch {
@@ -91,6 +109,28 @@ func createPayment(gw *Gateway) http.Handler {
 		}
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(resp.Body)
+	})
+}
+
+// getPayment answers GET /payments/{id}, the Location of a payment: to the
+// caller who made it; another caller gets 404, as for an id that names no
+// payment, so that ids tell nothing of other callers' payments.
+func getPayment(gw *Gateway) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		principal, err := principalOf(r)
+		p, ok := gw.Payment(r.PathValue("id"))
+		if err != nil || !ok || p.principal != principal {
+			idemhttp.WriteProblem(w, idemhttp.Problem{Type: "about:blank", Title: http.StatusText(http.StatusNotFound),
+				Status: http.StatusNotFound, Detail: "no such payment"})
+			return
+		}
+		resp, err := paymentResponse(p.Payment)
+		if err != nil {
+			http.Error(w, "the payment cannot be answered", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(resp.Body) // the body the 201 (or 402) had
 	})
 }
 

@@ -9,7 +9,9 @@
 //
 // Send it again: the same 201, byte for byte, with Idempotent-Replayed: true.
 // Change the amount under the same key: 422. Keys are 16 to 255 bytes of
-// printable ASCII (a UUID is fine).
+// printable ASCII (a UUID is fine). A clientRequestTime member is taken and
+// does not count (the fingerprint excludes it). The 201's Location, GET
+// /payments/{id}, answers the payment to the caller who made it.
 //
 // X-Principal stands in for real authentication: it names the caller, and
 // a request without it is answered 401. Behind a real identity provider,
@@ -65,7 +67,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, os.Stderr, nil); err != nil {
+	if err := run(ctx, o, NewGateway(o.gatewayDelay), os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
 		os.Exit(1)
 	}
@@ -74,6 +76,12 @@ func main() {
 // parseFlags reads the command line; usage and errors go to errOut.
 func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var o options
+	err := flagSet(&o, errOut).Parse(args)
+	return o, err
+}
+
+// flagSet is the command line's flags, set into o (the README lists them).
+func flagSet(o *options, errOut io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
@@ -82,8 +90,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.pgSchema, "pg-schema", "", "PostgreSQL schema of the records table (default: the first of search_path), for -store pg")
 	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
 	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
-	err := fs.Parse(args)
-	return o, err
+	return fs
 }
 
 // openStore is the one place that picks the idempotency store: the
@@ -116,16 +123,16 @@ func openStore(ctx context.Context, o options) (s store.Store, closeStore func()
 	return nil, nil, fmt.Errorf("-store %q: want mem or pg", o.storeKind)
 }
 
-// run serves until ctx is done, then stops the server and the workers. If
-// ready is not nil, it receives the address once the server listens.
-func run(ctx context.Context, o options, logTo io.Writer, ready chan<- string) error {
+// run serves payments charged through gw until ctx is done, then stops the
+// server and the workers. If ready is not nil, it receives the address once
+// the server listens.
+func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready chan<- string) error {
 	logger := slog.New(slog.NewTextHandler(logTo, nil))
 	st, closeStore, err := openStore(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	gw := NewGateway(o.gatewayDelay)
 
 	// README:begin
 	// One executor for the whole process, built at start-up: every request
@@ -142,12 +149,14 @@ func run(ctx context.Context, o options, logTo io.Writer, ready chan<- string) e
 		UseCase:     "payments.create",
 		Fingerprint: spec,
 		Principal:   principalOf, // whose key it is: two users' keys never meet
+		Logger:      logger,      // each 5xx it answers, once: a 503 at WARN
 	})
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /payments", protect(createPayment(gw)))
+	mux.Handle("GET /payments/{id}", getPayment(gw)) // the Location: safe, so not protected
 
 	// The workers run beside the server: the sweeper turns expired leases
 	// into unknowns and expires old records; the reconciler asks the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 type service struct {
 	t    *testing.T
 	url  string
+	gw   *Gateway // nil for a service in another process
 	stop func()
 	done chan error
 }
@@ -38,8 +40,9 @@ func startService(t *testing.T, o options) *service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- run(ctx, o, io.Discard, ready) }()
-	s := &service{t: t, stop: cancel, done: done}
+	gw := NewGateway(o.gatewayDelay)
+	go func() { done <- run(ctx, o, gw, io.Discard, ready) }()
+	s := &service{t: t, gw: gw, stop: cancel, done: done}
 	select {
 	case addr := <-ready:
 		s.url = "http://" + addr
@@ -74,11 +77,16 @@ func (s *service) pay(principal, key, body string) reply {
 
 // tryPay is pay for another goroutine than the test's: it returns the error.
 func (s *service) tryPay(principal, key, body string) (reply, error) {
+	return s.tryPayAs("application/json", principal, key, body)
+}
+
+// tryPayAs is tryPay with a body of another media type.
+func (s *service) tryPayAs(contentType, principal, key, body string) (reply, error) {
 	req, err := http.NewRequest(http.MethodPost, s.url+"/payments", strings.NewReader(body))
 	if err != nil {
 		return reply{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if principal != "" {
 		req.Header.Set("X-Principal", principal)
 	}
@@ -98,8 +106,11 @@ const key = "8e03978e-40d5-43e8-bc93-6894a57f9324"
 
 func TestPayments(t *testing.T) {
 	s := startService(t, options{})
-	if r := s.pay("", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`); r.status != http.StatusUnauthorized {
-		t.Fatalf("without X-Principal: %d, want 401", r.status)
+	// RFC 9110: a 401 has a challenge; RFC 9457: the refusal is a problem.
+	if r := s.pay("", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`); r.status != http.StatusUnauthorized ||
+		r.header.Get("WWW-Authenticate") == "" || r.header.Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(r.body, `"code":"unauthenticated"`) || !strings.Contains(r.body, `"status":401`) {
+		t.Fatalf("without X-Principal: %d %v %s, want a 401 problem with WWW-Authenticate", r.status, r.header, r.body)
 	}
 	first := s.pay("alice", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`)
 	if first.status != http.StatusCreated || !strings.Contains(first.body, `"status":"succeeded"`) || first.header.Get("Location") == "" {
@@ -118,6 +129,138 @@ func TestPayments(t *testing.T) {
 	}
 	if r := s.pay("alice", "short", `{}`); r.status != http.StatusBadRequest {
 		t.Fatalf("a short key: %d", r.status)
+	}
+}
+
+// TestPaymentsTakeOnlyJSON: a body sent as another media type is refused
+// (415), not charged: as text/plain, {"amountCents":1,"amountCents":99999}
+// skipped the fingerprint's duplicate-member check, and the handler
+// charged the second amount.
+func TestPaymentsTakeOnlyJSON(t *testing.T) {
+	s := startService(t, options{})
+	twice := `{"customerId":"c-1","amountCents":1,"amountCents":99999,"currency":"EUR"}`
+	r, err := s.tryPayAs("text/plain", "alice", key, twice)
+	if err != nil || r.status != http.StatusUnsupportedMediaType || !strings.Contains(r.body, `"code":"unsupported_media_type"`) {
+		t.Fatalf("a JSON body as text/plain: %d %s %v, want 415", r.status, r.body, err)
+	}
+	if r := s.pay("alice", key, twice); r.status != http.StatusBadRequest || !strings.Contains(r.body, "invalid_request") {
+		t.Fatalf("a member twice as JSON: %d %s, want 400", r.status, r.body)
+	}
+	if n := s.gw.Charges(); n != 0 {
+		t.Fatalf("%d charges for refused bodies", n)
+	}
+}
+
+// TestClientTimeoutIsNotAnUnknown: a client gives up while its charge is
+// under way (a 400 ms charge, a 50 ms client timeout). Its disconnect does
+// not stop the charge: the payment is recorded, the retries get it
+// replayed byte for byte (after 409 in_progress while it runs), and it is
+// charged once. The key is not left unknown, as it was for the lease and
+// the reconciler's backoff (minutes) when the charge was cancelled with
+// its client.
+func TestClientTimeoutIsNotAnUnknown(t *testing.T) {
+	s := startService(t, options{gatewayDelay: 400 * time.Millisecond})
+	body := `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`
+	req, err := http.NewRequest(http.MethodPost, s.url+"/payments", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Principal", "alice")
+	req.Header.Set("Idempotency-Key", key)
+	impatient := &http.Client{Timeout: 50 * time.Millisecond}
+	if resp, err := impatient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the impatient client got %d before the charge finished", resp.StatusCode)
+	}
+	var replays []reply
+	for deadline := time.Now().Add(10 * time.Second); len(replays) < 2; time.Sleep(20 * time.Millisecond) {
+		r := s.pay("alice", key, body)
+		switch {
+		case r.status == http.StatusCreated && r.header.Get("Idempotent-Replayed") == "true":
+			replays = append(replays, r)
+			continue
+		case r.status != http.StatusConflict || !strings.Contains(r.body, "in_progress"):
+			t.Fatalf("a retry: %d %s, want 409 in_progress until the charge is recorded, then its replay", r.status, r.body)
+		case time.Now().After(deadline):
+			t.Fatal("the charge was never recorded")
+		}
+	}
+	if replays[0].body != replays[1].body || !strings.Contains(replays[0].body, `"status":"succeeded"`) || s.gw.Charges() != 1 {
+		t.Fatalf("replays %s and %s, %d charges; want one charge, replayed byte for byte", replays[0].body, replays[1].body, s.gw.Charges())
+	}
+}
+
+// TestExcludedFieldDoesNotDecide: the fingerprint excludes
+// clientRequestTime, so the service must not answer differently for it: a
+// request with it (any JSON value) is charged, and a retry without it, or
+// with another value, is that charge replayed. It was a stored 400, then
+// replayed to the valid request without the field.
+func TestExcludedFieldDoesNotDecide(t *testing.T) {
+	s := startService(t, options{})
+	first := s.pay("alice", key, `{"customerId":"c-1","amountCents":1250,"currency":"EUR","clientRequestTime":"2026-12-01T10:00:00Z"}`)
+	if first.status != http.StatusCreated {
+		t.Fatalf("with clientRequestTime: %d %s, want 201", first.status, first.body)
+	}
+	for _, body := range []string{
+		`{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`,
+		`{"customerId":"c-1","amountCents":1250,"currency":"EUR","clientRequestTime":1764583200}`,
+		`{"customerId":"c-1","amountCents":1250,"currency":"EUR","clientRequestTime":{"not":"a time"}}`,
+	} {
+		if r := s.pay("alice", key, body); r.status != http.StatusCreated || r.body != first.body || r.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("%s: %d %s, want the first charge replayed", body, r.status, r.body)
+		}
+	}
+	if n := s.gw.Charges(); n != 1 {
+		t.Fatalf("%d charges, want 1", n)
+	}
+}
+
+// get is a GET of path on the service, as principal ("" for none).
+func (s *service) get(principal, path string) reply {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if principal != "" {
+		req.Header.Set("X-Principal", principal)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+// TestLocationIsServed: the Location of a 201 (and of a declined 402)
+// answers the payment, to its owner only; another caller, or an id that
+// names no payment, gets 404.
+func TestLocationIsServed(t *testing.T) {
+	s := startService(t, options{})
+	for i, customer := range []string{"c-1", "decline-1"} {
+		paid := s.pay("alice", key[:30]+fmt.Sprintf("loc%03d", i), `{"customerId":"`+customer+`","amountCents":1250,"currency":"EUR"}`)
+		loc := paid.header.Get("Location")
+		if paid.status != http.StatusCreated && paid.status != http.StatusPaymentRequired || !strings.HasPrefix(loc, "/payments/") {
+			t.Fatalf("%s: %d %s, Location %q", customer, paid.status, paid.body, loc)
+		}
+		if r := s.get("alice", loc); r.status != http.StatusOK || r.body != paid.body || r.header.Get("Content-Type") != "application/json" {
+			t.Errorf("GET %s: %d %q %s, want 200 and the payment %s", loc, r.status, r.header.Get("Content-Type"), r.body, paid.body)
+		}
+		if r := s.get("bob", loc); r.status != http.StatusNotFound || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("GET %s as another caller: %d %s, want 404", loc, r.status, r.body)
+		}
+		if r := s.get("", loc); r.status != http.StatusUnauthorized {
+			t.Errorf("GET %s without a caller: %d, want 401", loc, r.status)
+		}
+	}
+	if r := s.get("alice", "/payments/pay_999999"); r.status != http.StatusNotFound {
+		t.Errorf("GET of no payment: %d %s, want 404", r.status, r.body)
 	}
 }
 
@@ -291,7 +434,7 @@ func TestStoreFlag(t *testing.T) {
 		{storeKind: "mongodb"}:                "want mem or pg",
 	} {
 		o.addr = "127.0.0.1:0"
-		if err := run(context.Background(), o, io.Discard, nil); err == nil || !strings.Contains(err.Error(), want) {
+		if err := run(context.Background(), o, NewGateway(0), io.Discard, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want an error that says %q", o, err, want)
 		}
 	}
@@ -344,6 +487,43 @@ func TestReadmeExampleIsThisProgram(t *testing.T) {
 	}
 	if bytes.Contains(handlers, []byte("idem.New(")) {
 		t.Error("handlers.go builds an executor: one per request would not share a store")
+	}
+}
+
+// readmeExample is the README's Example section.
+func readmeExample(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Example\n")
+	if !ok {
+		t.Fatal("README.md has no Example section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// TestReadmeListsFlagsAndCustomers: the README's Example section has a row
+// for each of the program's flags, with its default, and names each test
+// customer of the fake gateway; a flag or a customer added without it
+// fails here.
+func TestReadmeListsFlagsAndCustomers(t *testing.T) {
+	section := readmeExample(t)
+	flagSet(&options{}, io.Discard).VisitAll(func(f *flag.Flag) {
+		row := regexp.MustCompile("(?m)^\\| `-" + regexp.QuoteMeta(f.Name) + "` \\| ([^|]*) \\|").FindStringSubmatch(section)
+		switch {
+		case row == nil:
+			t.Errorf("README's Example section has no row for -%s", f.Name)
+		case f.DefValue != "" && !strings.Contains(row[1], "`"+f.DefValue+"`"):
+			t.Errorf("README's row for -%s gives the default %q, the program's is %q", f.Name, row[1], f.DefValue)
+		}
+	})
+	for _, prefix := range testCustomers {
+		if !strings.Contains(section, "`"+prefix) {
+			t.Errorf("README's Example section does not say what the test customers %s... do", prefix)
+		}
 	}
 }
 
