@@ -117,6 +117,23 @@ func (e *NotExecutedError) Unwrap() error { return e.Err }
 // reconciler: when in doubt, do not wrap.
 func NotExecuted(err error) error { return &NotExecutedError{Err: err} }
 
+// KeyMisuseError is the cause of ErrKeyMisuse: the fingerprint the key's
+// record holds, the request the key was first used for. An edge that
+// builds fingerprints with parts it can tell apart (idemhttp's, with part
+// tags) can then say which part of the request differs. The fingerprint
+// is of the same caller's earlier request (the scope includes its
+// principal), and a digest: it tells nothing of the request's content.
+type KeyMisuseError struct {
+	Stored Fingerprint
+}
+
+func (e *KeyMisuseError) Error() string {
+	return "the key's record holds the fingerprint of another request"
+}
+
+// StoredFingerprint is the fingerprint the key's record holds.
+func (e *KeyMisuseError) StoredFingerprint() Fingerprint { return e.Stored }
+
 // PanicError is the cause of an outcome_unknown error when the action panicked.
 type PanicError struct {
 	Value any

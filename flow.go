@@ -178,7 +178,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 	case core.DecisionReplay:
 		f.done(replayed(a), nil)
 	case core.DecisionMismatch:
-		f.done(Result{}, newError(ErrKeyMisuse, nil, 0))
+		f.done(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))
 	case core.DecisionReconciling:
 		f.done(Result{}, newError(ErrOutcomeUnknown, nil, d.RetryAfter))
 	case core.DecisionInFlight:

@@ -193,3 +193,18 @@ func TestSweeperCountsPrunes(t *testing.T) {
 		t.Fatalf("nothing left, yet %d: %v", n, err)
 	}
 }
+
+// TestKeyMisuseCarriesTheStoredFingerprint: ErrKeyMisuse's cause is the
+// fingerprint the key's record holds (an edge says from it which part of
+// the request differs).
+func TestKeyMisuseCarriesTheStoredFingerprint(t *testing.T) {
+	f := newFixture(t, nil)
+	if _, err := f.ex.Do(context.Background(), request(key1, payload), f.act(created, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.ex.Do(context.Background(), request(key1, other), f.act(created, nil))
+	var misuse *idem.KeyMisuseError
+	if !errors.Is(err, idem.ErrKeyMisuse) || !errors.As(err, &misuse) || misuse.StoredFingerprint() != payload {
+		t.Fatalf("%v", err)
+	}
+}

@@ -82,3 +82,23 @@ func TestDoContext(t *testing.T) {
 		}
 	})
 }
+
+// TestAnArmedAttemptIsNotPooled: a context made from Do's (the in-flight
+// wait's timer) may call its parent's Done while it is cancelled, after Do
+// returned; an attempt whose Do context was waited on is therefore left to
+// the collector, not reset and pooled under that call (a nil parent, then
+// a panic, under -race once in three runs of the end-to-end tests).
+func TestAnArmedAttemptIsNotPooled(t *testing.T) {
+	for _, armed := range []bool{false, true} {
+		a := attemptPool.Get().(*attempt)
+		a.doCtx.init(context.WithValue(context.Background(), valueKey{}, "v"))
+		if armed {
+			_, cancel := context.WithTimeout(&a.doCtx, time.Hour) // as Executor.wait does
+			cancel()
+		}
+		a.done()
+		if kept := a.doCtx.values != nil; kept != armed {
+			t.Fatalf("armed %v: the attempt was kept %v, want %v", armed, kept, armed)
+		}
+	}
+}

@@ -817,8 +817,11 @@ func e2ePathPatternsAndMethods(t *testing.T, b backend) {
 	// A query alone is another request, and the answer does not call it
 	// another payload.
 	misuse := to(http.MethodPost, "/accounts/a/payments?dry_run=1", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse)
-	if strings.Contains(misuse.Detail, "payload") || !strings.Contains(misuse.Detail, "query") {
-		t.Errorf("the same key and body with a query: detail %q, want one that names the query and no payload", misuse.Detail)
+	if !strings.Contains(misuse.Detail, "(its query differs)") {
+		t.Errorf("the same key and body with a query: detail %q, want one that names the query alone", misuse.Detail)
+	}
+	if other := to(http.MethodPost, "/accounts/b/payments", key1).problem(t, http.StatusUnprocessableEntity, idem.CodeKeyMisuse); !strings.Contains(other.Detail, "(its path differs)") {
+		t.Errorf("the same key and body on another path: detail %q, want one that names the path alone", other.Detail)
 	}
 
 	const key2 = "1f0e3dad-9990-4cda-b3a4-6ec3d5b7a0c1"

@@ -187,15 +187,18 @@ type attemptKey struct{}
 var attemptPool = sync.Pool{New: func() any { return new(attempt) }}
 
 // done ends the watch over the client and releases what the request held.
-// While the handler has not run (a replay, a refusal) and the watch's
-// callback never started, nothing else can hold the attempt or the body it
-// read, so both go back to the pool. A handler may keep its request (the
-// attempt in its context, the body) past its return, and a callback may
-// still be running: then they are left to the collector.
+// While the handler has not run (a replay, a refusal), nothing waited on
+// the context Do ran on, and the watch's callback never started, nothing
+// else can hold the attempt or the body it read, so both go back to the
+// pool. A handler may keep its request (the attempt in its context, the
+// body) past its return, a callback may still be running, and a context
+// made from Do's (the in-flight wait's timer, a driver's) may still call
+// its Done as it is cancelled, after Do returned: then they are left to
+// the collector.
 func (a *attempt) done() {
 	a.doCtx.end()
 	a.cw.release()
-	if a.ran || a.doCtx.fired {
+	if a.ran || a.doCtx.fired || a.doCtx.armed.Load() {
 		return
 	}
 	buf := a.bodyBuf[:0]
