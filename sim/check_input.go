@@ -97,7 +97,7 @@ func (w *world) reconfigure() {
 	w.check.policy(&p, err)
 }
 
-// policy hears the outcome of building an executor from p (invariant 8).
+// policy hears the outcome of building an executor from p (invariant 9).
 func (c *checker) policy(p *core.Policy, err error) {
 	switch refusable := policyRefusable(p); {
 	case refusable && err == nil:
@@ -109,7 +109,7 @@ func (c *checker) policy(p *core.Policy, err error) {
 }
 
 // begun hears a server begin req with key as its client wrote it
-// (invariant 8): a bad key is refused with an error, a good one taken.
+// (invariant 9): a bad key is refused with an error, a good one taken.
 func (c *checker) begun(req *request, key string, err error) {
 	switch refusable := keyRefusable(key); {
 	case refusable && err == nil:
@@ -120,7 +120,7 @@ func (c *checker) begun(req *request, key string, err error) {
 }
 
 // written holds a write to the rules: nothing is written for a bad key,
-// and no response is stored with a header that splits it (invariant 8).
+// and no response is stored with a header that splits it (invariant 9).
 func (c *checker) written(scope int32, rec *core.Record) {
 	switch {
 	case keyRefusable(rec.Scope.Key):

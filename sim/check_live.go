@@ -44,9 +44,9 @@ func (c *checker) extension(scope int32, ev core.EventKind, a *store.Applied, er
 }
 
 // heard hears what the caller of a Do (call) or a worker (call nil) heard
-// of applying ev: the counters' recount, and for a Do what its attempt
-// knows of its lease, and how its outcome was written.
-func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
+// of applying ev, a call sent at sent: the counters' recount, and for a Do
+// what its attempt knows of its lease, and how its outcome was written.
+func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error, sent time.Time) {
 	w := l.lock()
 	defer l.unlock()
 	l.recount.heard(ev.Kind, a, err)
@@ -55,12 +55,16 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
 	}
 	w.check.extension(c.req.scope, ev.Kind, a, err)
 	switch ev.Kind {
+	case core.EventReserve:
+		if err == nil && a.Transition.Decision.Kind == core.DecisionExecute {
+			c.reckoned = max(a.Now.Sub(sent), 0) // the action's lease, which it sets, starts here
+		}
 	case core.EventHeartbeat:
 		switch {
 		case err != nil || !c.acting:
 		case a.Transition.Decision.Kind == core.DecisionExtended:
 			if a.Record.LockedUntil.After(c.leaseEnd) {
-				c.leaseEnd = a.Record.LockedUntil
+				c.leaseEnd, c.reckoned = a.Record.LockedUntil, max(a.Now.Sub(sent), 0)
 			}
 		case c.lostAt.IsZero():
 			c.lostAt = l.now() // the heart now knows the lease is lost, for good
@@ -80,10 +84,17 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error) {
 
 // leaseMarginMax is the checker's own reading of how early Do may tell an
 // action that its lease ended (Executor.Do's documentation): a twentieth
-// of the lease, at most a second, and a millisecond for the host's clock.
+// of the lease, at most a second, and a millisecond for the host's clock,
+// before the lease's end as Do reckons it (leaseReckoned).
 func leaseMarginMax(lease time.Duration) time.Duration {
 	return min(lease/20, time.Second) + time.Millisecond
 }
+
+// leaseReckoned is the end of the lease c last heard of as Do reckons it:
+// from when the call that granted it was sent, which is earlier than the
+// store's lease end by however long the call took to reach the store (a
+// host that is busy makes that long).
+func (c *liveCall) leaseReckoned() time.Time { return c.leaseEnd.Add(-c.reckoned) }
 
 // leaseCancelled hears an action cancelled for a lost lease (SPEC §5
 // Heartbeat): not while the lease it heard of still runs, but for the
@@ -93,9 +104,9 @@ func leaseMarginMax(lease time.Duration) time.Duration {
 func (l *live) leaseCancelled(c *liveCall) {
 	w := l.lock()
 	defer l.unlock()
-	if now := l.now(); now.Before(c.leaseEnd.Add(-leaseMarginMax(w.policy.LeaseDuration))) {
-		w.check.failAs(invExecutor, c.req.scope, "attempt %d was cancelled for a lost lease %v before the end of the lease it had been extended to (%v; its first lease ended %v)",
-			c.token, c.leaseEnd.Sub(now), fmtTime(int64(c.leaseEnd.Sub(epoch))), fmtTime(int64(c.firstEnd.Sub(epoch))))
+	if now := l.now(); now.Before(c.leaseReckoned().Add(-leaseMarginMax(w.policy.LeaseDuration))) {
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d was cancelled for a lost lease %v before the end of the lease it had been extended to (%v, %v earlier from the call's send; its first lease ended %v)",
+			c.token, c.leaseEnd.Sub(now), fmtTime(int64(c.leaseEnd.Sub(epoch))), c.reckoned, fmtTime(int64(c.firstEnd.Sub(epoch))))
 	}
 }
 
@@ -116,7 +127,7 @@ func (l *live) actionEnded(a *actionRun) {
 	if now := l.now(); c.leaseEnd.After(c.firstEnd) && now.After(c.firstEnd) {
 		l.played.extendedPastFirst++
 	}
-	if a.leaseLost && (!c.lostAt.IsZero() || !l.now().Before(c.leaseEnd.Add(-leaseMarginMax(w.policy.LeaseDuration)))) {
+	if a.leaseLost && (!c.lostAt.IsZero() || !l.now().Before(c.leaseReckoned().Add(-leaseMarginMax(w.policy.LeaseDuration)))) {
 		l.played.leaseLostTold++ // told, by a heartbeat's answer or by the lease's end
 	}
 	if a.leaseLost || a.callerGone {

@@ -39,6 +39,11 @@ func TestLifecycleCheckerCatchesPlantedBugs(t *testing.T) {
 				rec.Version = tr.Write.ExpectVersion
 			}
 		}, false},
+		{"an update bumps the version by two", func(_, rec *core.Record, _ *core.Event, _ *core.Policy, tr *core.Transition) {
+			if tr.Write.Kind == core.WriteUpdate {
+				rec.Version = tr.Write.ExpectVersion + 2
+			}
+		}, false},
 		{"fail keeps a record the policy evicts, and evicts one it keeps", func(before, rec *core.Record, ev *core.Event, p *core.Policy, tr *core.Transition) {
 			if ev.Kind != core.EventFail || tr.Decision.Kind != core.DecisionFailed {
 				return
@@ -68,6 +73,11 @@ func TestLifecycleCheckerCatchesPlantedBugs(t *testing.T) {
 				tr.Decision.Kind = core.DecisionConflict
 			}
 		}, false},
+		{"a heartbeat extends the lease by two leases", func(_, rec *core.Record, ev *core.Event, p *core.Policy, tr *core.Transition) {
+			if ev.Kind == core.EventHeartbeat && tr.Decision.Kind == core.DecisionExtended {
+				rec.LockedUntil = ev.Now.Add(2 * p.LeaseDuration)
+			}
+		}, true},
 		{"a heartbeat answers extended without extending", func(before, rec *core.Record, ev *core.Event, _ *core.Policy, tr *core.Transition) {
 			if ev.Kind == core.EventHeartbeat && tr.Decision.Kind == core.DecisionExtended {
 				rec.LockedUntil = before.LockedUntil

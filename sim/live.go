@@ -195,6 +195,7 @@ type liveView struct {
 }
 
 func (v liveView) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) (err error) {
+	sent := v.l.now() // as the executor reckons a lease it grants: from the send
 	if v.call != nil && v.call.injectDo(ev) {
 		return &store.Error{Method: store.MethodApply, Err: errStoreDown}
 	}
@@ -206,7 +207,7 @@ func (v liveView) Apply(ctx context.Context, scope core.Scope, ev core.Event, p 
 	} else {
 		err = store.Apply(ctx, v.liveStore, scope, ev, p, out) // liveStore is no Applier: load, step, write
 	}
-	v.l.heard(v.call, ev, out, err)
+	v.l.heard(v.call, ev, out, err, sent)
 	return err
 }
 

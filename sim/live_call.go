@@ -83,6 +83,10 @@ type liveCall struct {
 	acted    bool      // the action returned: what the Do applies now is its outcome
 	firstEnd time.Time // the lease end its reserve granted
 	leaseEnd time.Time // the latest lease end it heard (its reserve's, then each Extended heartbeat's)
+	// reckoned is how much earlier than leaseEnd the executor may reckon
+	// that lease to end: it counts a lease from when the call that granted
+	// it was sent, not from the store's time the call applied at.
+	reckoned time.Duration
 	lostAt   time.Time // when a heartbeat answered that the record is no longer its own (zero: none did)
 }
 

@@ -60,6 +60,19 @@ func TestViolationExitsOneWithReproduction(t *testing.T) {
 	}
 }
 
+// TestViolationInALaterSeedExitsOne: the exit status is 1 when any seed
+// broke an invariant, not only the first: here seed 4 of the
+// evict-unknown baseline passes and seed 5 is caught.
+func TestViolationInALaterSeedExitsOne(t *testing.T) {
+	code, out, _ := simrun(t, "-seed", "4", "-seeds", "2", "-requests", "100", "-baseline", "evict-unknown", "-v")
+	if !strings.Contains(out, "seed 4: ok") || !strings.Contains(out, "seed 5: VIOLATION") {
+		t.Fatalf("want seed 4 to pass and seed 5 to be caught:\n%s", out)
+	}
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+}
+
 func TestHelpExitsZero(t *testing.T) {
 	code, out, errOut := simrun(t, "-h")
 	if code != 0 || out != "" || !strings.Contains(errOut, "-seeds") {
