@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,11 @@ func answerCases() []answerCase {
 		*f = t0.Add(time.Duration(i+1) * time.Second).In(abi.NowLoc)
 	}
 	maxRes := core.Transition{Decision: core.Decision{Kind: core.DecisionInFlight, RetryAfter: math.MaxInt64}, Write: core.Write{Kind: core.WriteUpdate, ExpectVersion: 1, ExpectToken: 1}}
+	// An event whose response has a header and a body: one the host shares
+	// can be told from a copy.
+	paid := ev
+	paid.Response = core.Response{StatusCode: 201, Headers: []core.Header{{Name: "X-A", Value: "b"}}, Body: []byte("paid"), SchemaVersion: 1}
+	paidAnswer := abi.AppendOK(nil, &maxRes, &before, ptr(respOnly(paid.Response)), &paid)
 
 	cases := []answerCase{
 		{"ok: every field changed, extremes", everyAnswer, ev},
@@ -113,6 +119,7 @@ func answerCases() []answerCase {
 			Headers: []core.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-A", Value: "é"}, {Name: "X-Empty", Value: ""}},
 			Body:    []byte{0, 0xff, '"', 0x80}, SchemaVersion: 7})), ev},
 		{"ok: the event's response, empty headers and body", ok(maxRes, respOnly(ev.Response)), ev},
+		{"ok: the event's response, a header and a body", paidAnswer, paid},
 		{"ok: response cleared", ok(maxRes, respOnly(core.Response{})), ev},
 		{"ok: times from now, in now's location", ok(maxRes, fromNow), ev},
 		{"ok: nothing changed", ok(maxRes, before), ev},
@@ -164,6 +171,8 @@ func echoRecord(answer []byte) core.Record {
 		CreatedAt: t.Add(2), CompletedAt: t.Add(3), ExpiresAt: t.Add(4),
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func codeName(code uint8) string {
 	switch {
@@ -265,7 +274,11 @@ func TestAnswerSpotChecks(t *testing.T) {
 	if rec.Response.Headers != nil || rec.Response.Body == nil || len(rec.Response.Body) != 0 {
 		t.Fatalf("an explicit response with nil headers and an empty body came back as %#v", rec.Response)
 	}
-	_, rec, ev, _ := step("ok: times from now, in now's location")
+	_, rec, ev, _ := step("ok: the event's response, a header and a body")
+	if &rec.Response.Body[0] != &ev.Response.Body[0] || &rec.Response.Headers[0] != &ev.Response.Headers[0] {
+		t.Fatal("a response taken from the event is a copy, not the event's own as the native Step keeps it")
+	}
+	_, rec, ev, _ = step("ok: times from now, in now's location")
 	if rec.LockedUntil.Location() != ev.Now.Location() || rec.LockedUntil.Location() != answerZone {
 		t.Fatalf("a time from now is in %v, want now's %v", rec.LockedUntil.Location(), ev.Now.Location())
 	}
@@ -287,6 +300,36 @@ func TestAnswerSpotChecks(t *testing.T) {
 		}
 		if name == "refused: code 254" && !errors.Is(err, abi.ErrMalformedRequest) {
 			t.Fatalf("%s: %v is not ErrMalformedRequest", name, err)
+		}
+	}
+}
+
+// TestAnswerCopied: what the host keeps of an answer (changed strings, an
+// explicit response, a refusal's message) is its own copy: the next step
+// on the instance, which overwrites the guest's buffers, changes none of it
+// (ABI.md, "Memory"). The fake echoes its answer from the request, in its
+// input buffer; a request of the same size overwrites all of it.
+func TestAnswerCopied(t *testing.T) {
+	h := fakeHost(t, fakeGuest())
+	cases := map[string]answerCase{}
+	for _, c := range answerCases() {
+		cases[c.name] = c
+	}
+	for _, name := range []string{"ok: every field changed, extremes", "ok: explicit response, headers and body", "refused: code 7"} {
+		c, ok := cases[name]
+		if !ok {
+			t.Fatalf("no case %q", name)
+		}
+		rec, ev, p := echoRecord(c.answer), c.ev, core.Policy{LeaseDuration: fakeEcho}
+		size := len(abi.AppendRequest(nil, &rec, &ev, &p))
+		_, err := h.Step(&rec, &ev, &p)
+		if (err != nil) != strings.HasPrefix(name, "refused") {
+			t.Fatalf("%s: %v", name, err)
+		}
+		kept := fmt.Sprintf("%#v %v", rec, err)
+		mustCanned(t, h, strings.Repeat("k", size-int(requestSize(""))))
+		if now := fmt.Sprintf("%#v %v", rec, err); now != kept {
+			t.Fatalf("%s: the next step changed what the host kept:\n was %s\n now %s", name, kept, now)
 		}
 	}
 }
