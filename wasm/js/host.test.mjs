@@ -93,9 +93,18 @@ test('a failed replacement rejects ready() without an unhandled rejection, and t
     await assert.rejects(core.ready(), (err) => err instanceof TrapError && err.cause === boom);
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(unhandled, []);
-    WebAssembly.instantiate = instantiate;
-    // The next step starts a new replacement.
+    // The next step starts a new replacement itself, before any ready().
+    let made = 0;
+    WebAssembly.instantiate = (...args) => { made++; return instantiate(...args); };
     assert.throws(() => canned(core), (err) => err instanceof TrapError && err.cause === boom);
+    assert.equal(made, 1, 'the step after a failed replacement started none');
+    await core.ready();
+    assert.equal(made, 1, 'ready() started a second replacement');
+    assert.equal(canned(core).steps, 1n);
+    // The failure is forgotten once a replacement succeeded: a later trap's
+    // TrapError does not name it as its cause.
+    assert.throws(() => fakeStep(core, CMD.trap), TrapError);
+    assert.throws(() => canned(core), (err) => err instanceof TrapError && /ready/.test(err.message) && err.cause === undefined);
     await core.ready();
     assert.equal(canned(core).steps, 1n);
   } finally {
