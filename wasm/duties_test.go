@@ -104,12 +104,18 @@ func TestInputBufferCached(t *testing.T) {
 	if larger.inputs != 2 || larger.addr == first.addr || larger.size != requestSize(strings.Repeat("k", 100)) {
 		t.Fatalf("a larger request: %+v after %+v, want a second idem_input call and its address", larger, first)
 	}
-	if smaller := mustCanned(t, h, "kk"); smaller.inputs != 2 || smaller.addr != larger.addr || smaller.size != requestSize("kk") {
-		t.Fatalf("a smaller request: %+v, want the buffer of %+v and its own size", smaller, larger)
+	// One byte more than the buffer holds is a larger request too (the
+	// fake traps on a step larger than its buffer).
+	oneMore := mustCanned(t, h, strings.Repeat("k", 101))
+	if oneMore.inputs != 3 || oneMore.addr == larger.addr || oneMore.size != larger.size+1 {
+		t.Fatalf("a request one byte larger: %+v after %+v, want a third idem_input call and its address", oneMore, larger)
+	}
+	if smaller := mustCanned(t, h, "kk"); smaller.inputs != 3 || smaller.addr != oneMore.addr || smaller.size != requestSize("kk") {
+		t.Fatalf("a smaller request: %+v, want the buffer of %+v and its own size", smaller, oneMore)
 	}
 	// A request larger than the guest's memory: idem_input grows it.
 	huge := strings.Repeat("k", 200<<10)
-	if got := mustCanned(t, h, huge); got.inputs != 3 || got.size != requestSize(huge) {
+	if got := mustCanned(t, h, huge); got.inputs != 4 || got.size != requestSize(huge) {
 		t.Fatalf("a 200 KiB request: %+v", got)
 	}
 }
@@ -141,6 +147,27 @@ func TestAnswerOutsideMemory(t *testing.T) {
 	}
 	if got := mustCanned(t, h, "k"); got.steps != before.steps+2 {
 		t.Fatalf("after a malformed answer the instance has %d steps, want the same instance (%d)", got.steps, before.steps+2)
+	}
+}
+
+// TestAnswerAtEndOfMemory: an answer that ends exactly at the end of the
+// guest's memory is read; one whose last byte is one past it is
+// ErrMalformedAnswer, leaves the record alone, and keeps the instance.
+func TestAnswerAtEndOfMemory(t *testing.T) {
+	h := fakeHost(t, fakeGuest())
+	res, rec, err := fakeStep(h, fakeAtEnd, "k")
+	if err != nil || stateOf(res) != (fakeState{steps: 1, inputs: 1, addr: 1024, size: requestSize("k")}) {
+		t.Fatalf("an answer at the end of the memory: %+v, %v", res, err)
+	}
+	res, rec, err = fakeStep(h, fakePastEnd, "k")
+	if !errors.Is(err, ErrMalformedAnswer) || errors.Is(err, ErrTrap) || core.Refused(err) {
+		t.Fatalf("an answer one byte past the end of the memory: %+v, %v, want ErrMalformedAnswer", res, err)
+	}
+	if res != (core.Transition{}) || !reflect.DeepEqual(rec, core.Record{Scope: core.Scope{Key: "k"}}) {
+		t.Fatalf("a malformed answer returned %+v and left %s", res, rec.Describe())
+	}
+	if got := mustCanned(t, h, "k"); got.steps != 3 {
+		t.Fatalf("after a malformed answer the instance has %d steps, want the same instance (3)", got.steps)
 	}
 }
 

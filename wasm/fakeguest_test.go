@@ -30,6 +30,10 @@ import (
 //	            must have an empty scope and nil headers, so that the body
 //	            is at offset fakeEchoOffset
 //	fakeOutside answer 64 bytes at 0xFFFFFF00, outside the memory
+//	fakeAtEnd   answer as fakeCanned from the last fakeCannedSize bytes of
+//	            the memory: an answer that ends exactly at its end
+//	fakePastEnd write the same answer there, and point one byte after it:
+//	            an answer whose last byte is one past the end of the memory
 //
 // Any other command traps. For a request of fakeBadInputSize bytes,
 // idem_input returns an address outside the memory; for one byte more it
@@ -46,6 +50,8 @@ const (
 	fakeGrow    = 4
 	fakeEcho    = 5
 	fakeOutside = 6
+	fakeAtEnd   = 7
+	fakePastEnd = 8
 
 	// fakeEchoOffset: the policy (87 bytes), four empty strings, status,
 	// fingerprint, token, version, then the response: status code, schema
@@ -133,6 +139,7 @@ const (
 	opI32GtU      = 0x4b
 	opI32LeU      = 0x4d
 	opI32Add      = 0x6a
+	opI32Sub      = 0x6b
 	opI32And      = 0x71
 	opI32Shl      = 0x74
 	opI64Or       = 0x84
@@ -207,6 +214,9 @@ func fakeGuest() []byte {
 		lget(0), gset(gLastInputSize),
 		lget(1), []byte{opEnd},
 	)
+	// lastCanned sets local 2 to where the last fakeCannedSize bytes of the
+	// memory start.
+	lastCanned := cat([]byte{opMemorySize, 0}, i32c(16), []byte{opI32Shl}, i32c(fakeCannedSize), []byte{opI32Sub}, lset(2))
 	// step(size) -> packed; local 1: the command, local 2: an address.
 	step := cat(
 		incr(gSteps),
@@ -224,6 +234,10 @@ func fakeGuest() []byte {
 		packed(cat(gget(gLastInput), i32c(fakeEchoOffset+4), []byte{opI32Add}), cat(gget(gLastInput), mem(opI32Load, fakeEchoOffset))),
 		[]byte{opReturn, opEnd},
 		isCmd(fakeOutside), i64c(int64(fakeOutsidePacked)), []byte{opReturn, opEnd},
+		isCmd(fakeAtEnd), lastCanned, lget(2), lget(0), call(fCanned),
+		packed(lget(2), i32c(fakeCannedSize)), []byte{opReturn, opEnd},
+		isCmd(fakePastEnd), lastCanned, lget(2), lget(0), call(fCanned),
+		packed(cat(lget(2), i32c(1), []byte{opI32Add}), i32c(fakeCannedSize)), []byte{opReturn, opEnd},
 		[]byte{opUnreachable, opEnd},
 	)
 	// canned(base, size): the fakeCanned answer at base.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -96,17 +97,44 @@ func genPolicy(t *rapid.T) core.Policy {
 	return p
 }
 
+// genU64 draws a value of 0..max of any magnitude: its bit length is drawn
+// first, as often long as short (rapid alone favours small values), so that
+// values past 2^32 and past 2^63 are as common as small ones, and a host
+// that keeps fewer than 64 bits of a token or a version is seen by every
+// differential test, not only by the extreme cases.
+func genU64(t *rapid.T, name string, max uint64) uint64 {
+	bits := rapid.IntRange(0, 64).Draw(t, name+"_bits")
+	if rapid.Bool().Draw(t, name+"_long") {
+		bits = 64 - bits
+	}
+	lo, hi := uint64(0), uint64(math.MaxUint64)
+	if bits < 64 {
+		hi = 1<<bits - 1
+	}
+	if bits > 0 {
+		lo = 1 << (bits - 1)
+	}
+	return rapid.Uint64Range(min(lo, max), min(hi, max)).Draw(t, name)
+}
+
+// genTokenBase draws where a case's tokens start, with room above it for
+// the case's fresh tokens.
+func genTokenBase(t *rapid.T) core.Token {
+	return core.Token(genU64(t, "token_base", math.MaxUint64-64))
+}
+
 // genStart is usually the absent record of genScope, and sometimes a record
-// of any status, valid or not, with any times.
-func genStart(t *rapid.T, o genOptions) core.Record {
+// of any status, valid or not, with any times, its token at or just above
+// base and any version.
+func genStart(t *rapid.T, o genOptions, base core.Token) core.Record {
 	r := core.Record{Scope: genScope}
 	if rapid.IntRange(0, 3).Draw(t, "start_absent") != 0 {
 		return r
 	}
 	r.Status = core.Status(rapid.IntRange(0, 7).Draw(t, "start_status"))
 	r.Fingerprint = rapid.SampledFrom(genFPs).Draw(t, "start_fp")
-	r.Token = core.Token(rapid.IntRange(0, 3).Draw(t, "start_token"))
-	r.Version = uint64(rapid.IntRange(0, 3).Draw(t, "start_version"))
+	r.Token = base + core.Token(rapid.IntRange(0, 3).Draw(t, "start_token"))
+	r.Version = genU64(t, "start_version", math.MaxUint64)
 	r.LastErrorCode = rapid.SampledFrom([]string{"", core.CodeLeaseExpired, "gateway_timeout"}).Draw(t, "start_error")
 	if r.Status == core.StatusCompleted || rapid.Bool().Draw(t, "start_response") {
 		r.Response = genResponse(t, o, "start_")
@@ -162,9 +190,10 @@ func genResponse(t *rapid.T, o genOptions, prefix string) core.Response {
 // exactly on them, sometimes step back, and sometimes are missing.
 func genCase(o genOptions) *rapid.Generator[stepCase] {
 	return rapid.Custom(func(t *rapid.T) stepCase {
-		c := stepCase{Policy: genPolicy(t), Start: genStart(t, o)}
+		base := genTokenBase(t)
+		c := stepCase{Policy: genPolicy(t), Start: genStart(t, o, base)}
 		now := genT0
-		var lastToken core.Token = 3
+		lastToken := base + 3
 		n := rapid.IntRange(1, 24).Draw(t, "events")
 		for i := 0; i < n; i++ {
 			kinds := []int{1, 1, 1, 2, 2, 3, 4, 5, 6, 6, 7, 7, 0, 8}
@@ -201,7 +230,7 @@ func genCase(o genOptions) *rapid.Generator[stepCase] {
 			case 2, 3:
 				ev.Token = lastToken // the latest: usually the owner
 			case 4:
-				ev.Token = core.Token(rapid.IntRange(0, int(lastToken)).Draw(t, "old_token"))
+				ev.Token = core.Token(rapid.Uint64Range(uint64(base), uint64(lastToken)).Draw(t, "old_token"))
 			case 5:
 				ev.Token = 0
 			}

@@ -1,9 +1,10 @@
 // node --test: the host's own duties (../ABI.md), against the fake guest
 // (testdata/fake.wasm, assembled by the Go test TestFakeGuestFresh; its
 // commands are documented in ../fakeguest_test.go), which traps, exits,
-// grows its memory during a step, counts its calls and answers the bytes a
-// test chose. testdata/answers.json (TestAnswers) holds the answer decoder
-// to the Go host's reference, abi.ApplyAnswer.
+// grows its memory during a step, counts its calls, answers at the end of
+// its memory or a byte past it, and answers the bytes a test chose.
+// testdata/answers.json (TestAnswers) holds the answer decoder to the Go
+// host's reference, abi.ApplyAnswer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -92,9 +93,18 @@ test('a failed replacement rejects ready() without an unhandled rejection, and t
     await assert.rejects(core.ready(), (err) => err instanceof TrapError && err.cause === boom);
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(unhandled, []);
-    WebAssembly.instantiate = instantiate;
-    // The next step starts a new replacement.
+    // The next step starts a new replacement itself, before any ready().
+    let made = 0;
+    WebAssembly.instantiate = (...args) => { made++; return instantiate(...args); };
     assert.throws(() => canned(core), (err) => err instanceof TrapError && err.cause === boom);
+    assert.equal(made, 1, 'the step after a failed replacement started none');
+    await core.ready();
+    assert.equal(made, 1, 'ready() started a second replacement');
+    assert.equal(canned(core).steps, 1n);
+    // The failure is forgotten once a replacement succeeded: a later trap's
+    // TrapError does not name it as its cause.
+    assert.throws(() => fakeStep(core, CMD.trap), TrapError);
+    assert.throws(() => canned(core), (err) => err instanceof TrapError && /ready/.test(err.message) && err.cause === undefined);
     await core.ready();
     assert.equal(canned(core).steps, 1n);
   } finally {
@@ -112,11 +122,16 @@ test('idem_input is called only for a larger request, and the request is written
   assert.equal(larger.inputs, 2n);
   assert.notEqual(larger.addr, first.addr);
   assert.equal(larger.size, first.size + 100n);
+  // One byte more than the buffer holds is a larger request too (the fake
+  // traps on a step larger than its buffer).
+  const oneMore = canned(core, 'k'.repeat(102));
+  assert.deepEqual([oneMore.inputs, oneMore.size], [3n, larger.size + 1n]);
+  assert.notEqual(oneMore.addr, larger.addr);
   const smaller = canned(core, 'kk');
-  assert.deepEqual([smaller.inputs, smaller.addr, smaller.size], [2n, larger.addr, first.size + 1n]);
+  assert.deepEqual([smaller.inputs, smaller.addr, smaller.size], [3n, oneMore.addr, first.size + 1n]);
   // Larger than the guest's memory: idem_input grows it.
   const huge = canned(core, 'k'.repeat(200 << 10));
-  assert.deepEqual([huge.inputs, huge.size], [3n, first.size + BigInt((200 << 10) - 1)]);
+  assert.deepEqual([huge.inputs, huge.size], [4n, first.size + BigInt((200 << 10) - 1)]);
 });
 
 test('an answer in memory the guest grew during idem_step is read', async () => {
@@ -137,6 +152,18 @@ test('an answer outside the guest\'s memory is a MalformedAnswerError, and the i
     return true;
   });
   assert.equal(canned(core).steps, before.steps + 2n);
+});
+
+test('an answer that ends at the end of the guest\'s memory is read; one a byte past it is a MalformedAnswerError, and the instance is kept', async () => {
+  const core = await load({ wasm: fake });
+  const { result: r } = fakeStep(core, CMD.atEnd);
+  assert.deepEqual([r.decision.kind, r.decision.token, r.decision.retryAfter], [1, 1n, 1n]);
+  assert.throws(() => fakeStep(core, CMD.pastEnd), (err) => {
+    assert.ok(err instanceof MalformedAnswerError, `${err?.name}: ${err?.message}`);
+    assert.ok(!(err instanceof TrapError) && !(err instanceof IdemError));
+    return true;
+  });
+  assert.equal(canned(core).steps, 3n);
 });
 
 for (const name of ['idem_abi_version', 'idem_input', 'idem_step', 'memory']) {

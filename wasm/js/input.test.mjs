@@ -241,7 +241,9 @@ test('a refused input leaves the host usable and the record alone', () => {
 test('strings reach the core as their UTF-8 bytes', () => {
   const p = idem.defaultPolicy();
   const reserve = (key) => ({ record: { ...base().record, key }, event: base().event });
-  for (const [key, byte, at] of [['xxxxxé' + 'x'.repeat(20), '0xc3', 5], ['\u{1F600}' + 'x'.repeat(20), '0xf0', 0], ['abc\u00e9\u{1F600}' + 'x'.repeat(20), '0xc3', 3]]) {
+  // U+0080 is the first character past ASCII: two bytes, C2 80.
+  for (const [key, byte, at] of [['xxxxxé' + 'x'.repeat(20), '0xc3', 5], ['\u{1F600}' + 'x'.repeat(20), '0xf0', 0], ['abc\u00e9\u{1F600}' + 'x'.repeat(20), '0xc3', 3],
+    ['\u0080' + 'x'.repeat(20), '0xc2', 0], ['x'.repeat(20) + '\u0080', '0xc2', 20]]) {
     const { record, event } = reserve(key);
     assert.throws(() => core.step(record, event, p), (err) => err instanceof IdemError && err.code === 'ErrInvalidKey' &&
       err.message.endsWith(`non-ASCII byte ${byte} at byte ${at}`), key);
@@ -254,4 +256,20 @@ test('strings reach the core as their UTF-8 bytes', () => {
   assert.equal(complete('é'.repeat(7) + 'x').result.decision.kind, 6); // 1 + 15 bytes
   assert.throws(() => complete('é'.repeat(8)), (err) => err instanceof IdemError && err.code === 'ErrResponseTooLarge' && /17 bytes/.test(err.message));
   assert.throws(() => complete('😀'.repeat(4)), (err) => err instanceof IdemError && /17 bytes/.test(err.message));
+});
+
+test('a long string of 3-byte characters reaches the core whole, wherever it falls in the request buffer', async () => {
+  // 3 bytes of UTF-8 per UTF-16 unit is the most any string takes ('€';
+  // a surrogate pair is 4 bytes for 2 units). A fresh core's buffer has not
+  // grown yet: the lengths sweep past its end, so that some string starts
+  // with less room left than its UTF-8 needs.
+  const fresh = await idem.load();
+  const { record, event, policy } = base();
+  const small = { ...policy, responseBytesMax: 16 };
+  const inProgress = fresh.step(record, event, small).record;
+  for (let n = 256; n <= 1 << 16; n = Math.ceil(n * 1.25)) {
+    const response = { statusCode: 200, headers: [{ name: 'X', value: '€'.repeat(n) }] };
+    assert.throws(() => fresh.step(inProgress, { kind: 2, now: event.now, token: 1n, response }, small),
+      (err) => err instanceof IdemError && err.code === 'ErrResponseTooLarge' && err.message.includes(`${1 + 3 * n} bytes`), `${n} characters`);
+  }
 });

@@ -113,6 +113,19 @@ func (r *runner) nodeCopy(dir, file string, src []byte) (string, error) {
 	return to, os.WriteFile(filepath.Join(to, rel), src, 0o644)
 }
 
+// nodeBaseline is a copy of wasm/js made as a mutant's is (nodeCopy), with
+// idem.mjs unchanged: the baseline runs Node on it, so that a copy that
+// cannot pass (a file the tests need and the copy lacks) fails the
+// baseline instead of killing every Node mutant.
+func (r *runner) nodeBaseline() (string, error) {
+	file := filepath.Join("wasm", "js", "idem.mjs")
+	src, err := os.ReadFile(filepath.Join(r.root, file))
+	if err != nil {
+		return "", err
+	}
+	return r.nodeCopy(filepath.Join(r.tmp, "baseline-node"), file, src)
+}
+
 // vet checks that m, applied by overlay, builds and vets (go vet), or for
 // the Node host parses (node --check).
 func (r *runner) vet(m *mutants.Mutant, overlay string) error {
@@ -207,7 +220,11 @@ func (r *runner) own(rw *row, a *area, overlay string, goCmd func(time.Duration,
 		case a.node:
 			dir := overlay
 			if dir == "" {
-				dir = filepath.Join(r.root, "wasm", "js")
+				var err error
+				if dir, err = r.nodeBaseline(); err != nil {
+					fmt.Fprintf(r.log, "mutate: copying wasm/js for the baseline: %v\n", err)
+					return cell{mark: "B"}
+				}
 			}
 			return plainCell(r.exec(a.timeout, append(slices.Clone(a.own), dir+string(filepath.Separator))...))
 		}
