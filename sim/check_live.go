@@ -64,6 +64,7 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error, se
 		case err != nil || !c.acting:
 		case a.Transition.Decision.Kind == core.DecisionExtended:
 			if a.Record.LockedUntil.After(c.leaseEnd) {
+				c.prevReckoned, c.extendedAt = c.leaseReckoned(), l.now()
 				c.leaseEnd, c.reckoned = a.Record.LockedUntil, max(a.Now.Sub(sent), 0)
 			}
 		case c.lostAt.IsZero():
@@ -104,7 +105,17 @@ func (c *liveCall) leaseReckoned() time.Time { return c.leaseEnd.Add(-c.reckoned
 func (l *live) leaseCancelled(c *liveCall) {
 	w := l.lock()
 	defer l.unlock()
-	if now := l.now(); now.Before(c.leaseReckoned().Add(-leaseMarginMax(w.policy.LeaseDuration))) {
+	margin := leaseMarginMax(w.policy.LeaseDuration)
+	now := l.now()
+	// An extension heard here reaches Do's heart a moment later: if the
+	// older lease's end came while it was on its way (heard no more than
+	// settle before that end, and the end has passed), Do rightly acted on
+	// the older lease. An extension heard long before is Do's to keep.
+	settle := max(w.policy.LeaseDuration/10, 10*time.Millisecond)
+	if prev := c.prevReckoned.Add(-margin); !c.extendedAt.IsZero() && !now.Before(prev) && !c.extendedAt.Before(prev.Add(-settle)) {
+		return
+	}
+	if now.Before(c.leaseReckoned().Add(-margin)) {
 		w.check.failAs(invExecutor, c.req.scope, "attempt %d was cancelled for a lost lease %v before the end of the lease it had been extended to (%v, %v earlier from the call's send; its first lease ended %v)",
 			c.token, c.leaseEnd.Sub(now), fmtTime(int64(c.leaseEnd.Sub(epoch))), c.reckoned, fmtTime(int64(c.firstEnd.Sub(epoch))))
 	}
@@ -134,7 +145,9 @@ func (l *live) actionEnded(a *actionRun) {
 		return
 	}
 	slack := max(w.policy.LeaseDuration/3, 10*time.Millisecond)
-	if late := l.now().Sub(c.leaseEnd); late > slack {
+	// Half a lease past its end: a timer of a busy host fires late, an
+	// action that is never told runs on for a lease and more.
+	if late := l.now().Sub(c.leaseEnd); late > max(w.policy.LeaseDuration/2, 20*time.Millisecond) {
 		// SPEC §5: told no later than the lease's end as the executor
 		// last knew it, whatever the store does (a stalled or hung
 		// heartbeat included).

@@ -75,6 +75,25 @@ func TestLeaseCancelledOnlyOnceTheExtendedLeaseEnds(t *testing.T) {
 		l.leaseCancelled(call)
 		expect(t, l.w, c.want, "cancelled "+c.what)
 	}
+	// An extension on its way to Do when the older lease ended: Do acted on
+	// the older lease, rightly, if the extension was heard within the
+	// settle time before that end; one heard long before is Do's to keep.
+	settle := max(l.w.policy.LeaseDuration/10, 10*time.Millisecond)
+	for _, c := range []struct {
+		what    string
+		heardAt time.Duration // before the older lease's end
+		want    int
+	}{
+		{"an extension heard just before the older lease ended", settle / 2, -1},
+		{"an extension heard long before the older lease ended", 2 * settle, invExecutor},
+	} {
+		now := l.now()
+		oldEnd := now.Add(margin / 2) // within the margin: Do's timer fires now
+		call := &liveCall{l: l, req: req, token: 7, firstEnd: oldEnd, leaseEnd: now.Add(time.Hour),
+			prevReckoned: oldEnd, extendedAt: oldEnd.Add(-margin - c.heardAt)}
+		l.leaseCancelled(call)
+		expect(t, l.w, c.want, "cancelled after "+c.what)
+	}
 }
 
 // TestLeaseReckonedFromTheSend: what a Do's attempt hears of its lease is

@@ -87,6 +87,10 @@ type liveCall struct {
 	// that lease to end: it counts a lease from when the call that granted
 	// it was sent, not from the store's time the call applied at.
 	reckoned time.Duration
+	// The lease before the last extension, as Do reckoned it, and when
+	// that extension was heard: Do may act on the older lease for as long
+	// as it takes the answer to reach it (see leaseCancelled).
+	prevReckoned, extendedAt time.Time
 	lostAt   time.Time // when a heartbeat answered that the record is no longer its own (zero: none did)
 }
 
