@@ -91,7 +91,7 @@ type liveCall struct {
 	// that extension was heard: Do may act on the older lease for as long
 	// as it takes the answer to reach it (see leaseCancelled).
 	prevReckoned, extendedAt time.Time
-	lostAt   time.Time // when a heartbeat answered that the record is no longer its own (zero: none did)
+	lostAt                   time.Time // when a heartbeat answered that the record is no longer its own (zero: none did)
 }
 
 // newCall draws a Do of req, under the lock.
