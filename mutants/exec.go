@@ -26,7 +26,7 @@ var execMutants = []Mutant{
 	},
 	{
 		ID: "exec-mismatch-replays", File: "flow.go",
-		Old:    "\t\tf.done(Result{}, newError(ErrKeyMisuse, nil, 0))",
+		Old:    "\t\tf.done(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))",
 		New:    "\t\tf.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Recorded: true}, nil)",
 		Desc:   "a Mismatch is answered with the stored response",
 		Breaks: "§5 Mismatch (422); §6.3 no cross-payload (never sees the stored response)",
