@@ -2,14 +2,20 @@ package idemhttp_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/idemhttp"
+	"github.com/idemkit/idem/store"
+	memstore "github.com/idemkit/idem/store/mem"
 )
 
 // logCapture is a slog.Handler that keeps every record, with its
@@ -111,5 +117,87 @@ func check503sAreLogged(t *testing.T, w *world, logs *logCapture) {
 		if r.attrs["store_method"] == "" {
 			t.Errorf("record %+v does not name the store method that failed", r)
 		}
+	}
+}
+
+// loggedRoute is one route over st whose handler answers 201, or calls
+// OutcomeUnknown when the request says X-Test-Unknown, logging to logs.
+func loggedRoute(t *testing.T, st store.Store, logs *logCapture) http.Handler {
+	t.Helper()
+	ex, err := idem.New(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	protect, err := idemhttp.New(ex, idemhttp.Route{UseCase: "payments.create", Principal: principalOf, Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test-Unknown") != "" {
+			idemhttp.OutcomeUnknown(r, errors.New("gateway timed out (test)"))
+			w.WriteHeader(http.StatusGatewayTimeout)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+}
+
+// postAs sends body with key as principal; extra is header name, value pairs.
+func postAs(h http.Handler, principal, key, body string, extra ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Principal", principal)
+	r.Header.Set(idemhttp.DefaultKeyHeader, key)
+	for i := 0; i+1 < len(extra); i += 2 {
+		r.Header.Set(extra[i], extra[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+// TestClientRefusalsAreNotLogged: the executor's 4xx answers (422
+// key_misuse, 409 outcome_unknown) are the client's to handle, not faults
+// of the server: nothing is logged.
+func TestClientRefusalsAreNotLogged(t *testing.T) {
+	logs := &logCapture{}
+	h := loggedRoute(t, memstore.New(memstore.Options{}), logs)
+	postAs(h, "alice", key1, payment)
+	unknown := key1[:30] + "unknwn"
+	postAs(h, "alice", unknown, payment, "X-Test-Unknown", "1")
+	for name, rec := range map[string]*httptest.ResponseRecorder{
+		"another body":       postAs(h, "alice", key1, `{"other":1}`),
+		"an unknown's retry": postAs(h, "alice", unknown, payment),
+	} {
+		if rec.Code/100 != 4 {
+			t.Fatalf("%s: %d %s, want a 4xx", name, rec.Code, rec.Body)
+		}
+	}
+	if got := logs.all(); len(got) != 0 {
+		t.Fatalf("logged %+v for 4xx answers, want nothing", got)
+	}
+}
+
+// TestStoreErrorTextIsNotLogged: a store's error may name the scope (a
+// driver's message quoting the row): the 503 it causes is logged at WARN
+// with the store method, and without the error's text, so never with the
+// key or the principal.
+func TestStoreErrorTextIsNotLogged(t *testing.T) {
+	const principal = "principal-that-must-not-be-logged"
+	mem := memstore.New(memstore.Options{})
+	naming := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: func(store.ApplyFunc) store.ApplyFunc {
+		return func(_ context.Context, sc core.Scope, _ core.Event, _ *core.Policy, _ *store.Applied) error {
+			return fmt.Errorf("row %s: connection reset (test)", sc)
+		}
+	}})
+	logs := &logCapture{}
+	rec := postAs(loggedRoute(t, naming, logs), principal, key1, payment)
+	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), principal) {
+		t.Fatalf("the store down: %d %s, want 503 without the store's error", rec.Code, rec.Body)
+	}
+	records := logs.all()
+	checkLogged(t, records, 1, idem.CodeStoreUnavailable, key1, principal)
+	if records[0].attrs["store_method"] == "" {
+		t.Errorf("record %+v does not name the store method that failed", records[0])
 	}
 }

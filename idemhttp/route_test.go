@@ -2,6 +2,7 @@ package idemhttp_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,6 +48,19 @@ func (rw *routeWorld) do(method, path, body string, header ...string) *httptest.
 	for i := 0; i+1 < len(header); i += 2 {
 		r.Header.Add(header[i], header[i+1])
 	}
+	rec := httptest.NewRecorder()
+	rw.mux.ServeHTTP(rec, r)
+	return rec
+}
+
+// send is a request with one key and the body's media type (none if
+// empty): a reader other than a strings.Reader is sent without a length.
+func (rw *routeWorld) send(method, path, contentType, key string, body io.Reader) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, body)
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	r.Header.Set(idemhttp.DefaultKeyHeader, key)
 	rec := httptest.NewRecorder()
 	rw.mux.ServeHTTP(rec, r)
 	return rec

@@ -121,3 +121,18 @@ func TestSlowGatewayOverHTTP(t *testing.T) {
 		t.Fatalf("the same request while the first is charged: %d %s %v, want a replay or 409 in_progress", meanwhile.status, meanwhile.body, meanwhile.header)
 	}
 }
+
+// TestOnlyTheTestPrefixesMisbehave: a customer id misbehaves only when it
+// starts with a whole test prefix, dash included: "download-1" or
+// "declined-1" are customers like any other, charged.
+func TestOnlyTheTestPrefixesMisbehave(t *testing.T) {
+	gw := NewGateway(0)
+	for i, customer := range []string{"download-1", "down", "declined-1", "decline", "timeouts-1", "timeout"} {
+		before := gw.Charges()
+		p, err := gw.Charge(context.Background(), attemptFor(customer, core.Token(i+1), time.Minute),
+			Payment{CustomerID: customer, AmountCents: 100, Currency: "EUR"})
+		if err != nil || p.Status != "succeeded" || gw.Charges() != before+1 {
+			t.Errorf("customer %q: %+v %v; want charged once and succeeded", customer, p, err)
+		}
+	}
+}

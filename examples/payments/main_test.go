@@ -560,18 +560,28 @@ func TestPaymentsOnPostgres(t *testing.T) {
 	})
 	s := startService(t, options{storeKind: "pg", dsn: pgDSN(), pgSchema: schema, gatewayDelay: 50 * time.Millisecond})
 	body := `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`
-	replies := make(chan reply, 8)
-	for range 8 {
-		go func() { replies <- s.pay("alice", key, body) }()
+	type sent struct {
+		reply
+		err error
+	}
+	replies := make(chan sent, 8)
+	for range 8 { // s.pay's t.Fatal would end the goroutine, not the test, which would wait forever
+		go func() {
+			r, err := s.tryPay("alice", key, body)
+			replies <- sent{r, err}
+		}()
 	}
 	created, waited, executed := 0, 0, 0
 	var first reply
 	for range 8 {
 		r := <-replies
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
 		switch r.status {
 		case http.StatusCreated:
 			if created++; r.header.Get("Idempotent-Replayed") == "" {
-				first = r
+				first = r.reply
 				executed++
 			}
 		case http.StatusConflict:
