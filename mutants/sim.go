@@ -62,8 +62,8 @@ var simMutants = []Mutant{
 	},
 	{
 		ID: "sim-lease-cancel-by-first-lease", File: "sim/check_live.go",
-		Old:    "if now := l.now(); now.Before(c.leaseReckoned().Add(-leaseMarginMax(w.policy.LeaseDuration))) {",
-		New:    "if now := l.now(); now.Before(c.firstEnd.Add(-c.reckoned - leaseMarginMax(w.policy.LeaseDuration))) {",
+		Old:    "\tif now.Before(c.leaseReckoned().Add(-margin)) {",
+		New:    "\tif now.Before(c.firstEnd.Add(-c.reckoned - margin)) {",
 		Desc:   "a cancellation for a lost lease is judged against the attempt's first lease, not the one its heartbeats extended it to",
 		Breaks: "§5 Heartbeat (no cancel while the extended lease runs; invariant 11)",
 	},
