@@ -211,7 +211,7 @@ func (r *runner) own(rw *row, a *area, overlay string, goCmd func(time.Duration,
 			}
 			return plainCell(r.exec(a.timeout, append(slices.Clone(a.own), dir+string(filepath.Separator))...))
 		}
-		return plainCell(r.exec(a.timeout, goCmd(a.timeout, a.own...)...))
+		return plainCell(r.exec(a.timeout, goCmd(a.timeout, a.own[1:]...)...)) // own[0] is "go": goCmd puts it back, with the overlay
 	}
 	if a != nil {
 		rw.cells[layerOwn] = one(a)
