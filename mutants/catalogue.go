@@ -30,4 +30,4 @@ type Mutant struct {
 
 // Catalogue lists every mutant, in the matrix's order: one file of data per
 // area (mutants/cmd/mutate's areas.go says which tests are each area's own).
-var Catalogue = slices.Concat(coreMutants, storeMutants, execMutants, fpMutants)
+var Catalogue = slices.Concat(coreMutants, storeMutants, execMutants, fpMutants, pgxMutants, storetestMutants)
