@@ -115,6 +115,16 @@ func (s reconcileReversed) Due(ctx context.Context, kind store.DueKind, limit in
 	return recs, err
 }
 
+// limitZeroIsAll reads a limit of 0 as no limit at all.
+type limitZeroIsAll struct{ store.Store }
+
+func (s limitZeroIsAll) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.Record, error) {
+	if limit == 0 {
+		limit = 1 << 20
+	}
+	return s.Store.Due(ctx, kind, limit)
+}
+
 // beforeIsAfter is s with a fast path (Apply) that reports the record's
 // status after the event as Applied.Before, when planted; as it is, else.
 func beforeIsAfter(s store.Store, planted bool) store.Store {

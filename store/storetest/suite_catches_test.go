@@ -71,6 +71,8 @@ var plantedDrivers = []plantedDriver{
 		overMem(func(s store.Store) store.Store { return deafToDeletes{s} }, false)},
 	{"reconcile-most-overdue-last", "contract/due",
 		overMem(func(s store.Store) store.Store { return reconcileReversed{s} }, true)},
+	{"due-limit-zero-is-all", "contract/due",
+		overMem(func(s store.Store) store.Store { return limitZeroIsAll{s} }, true)},
 	{"apply-before-is-after", "contract/applier",
 		overMem(func(s store.Store) store.Store { return beforeIsAfter(s, true) }, true)},
 	{"lost-update", "stress/store",
