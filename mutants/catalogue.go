@@ -31,6 +31,8 @@ type Mutant struct {
 // Catalogue lists every mutant, in the matrix's order: one file of data per
 // area (mutants/cmd/mutate's areas.go says which tests are each area's own).
 var Catalogue = slices.Concat(coreMutants, storeMutants, execMutants, fpMutants,
+	pgxMutants,
+	storetestMutants,
 	httpMutants,
 	wasmMutants,
 	jsMutants,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
 )
@@ -172,8 +174,8 @@ func TestPrune(t *testing.T) {
 	s := db.newStore(t, Options{})
 	ctx := context.Background()
 	old := scopes("prune-due", 5)
-	for i, sc := range old {
-		seed(t, s, []core.Scope{sc}, tombstone(-time.Duration(10-i)*time.Minute)) // old[0] oldest
+	for i := len(old) - 1; i >= 0; i-- { // newest first: the table's order is not the retention's
+		seed(t, s, []core.Scope{old[i]}, tombstone(-time.Duration(10-i)*time.Minute)) // old[0] oldest
 	}
 	seed(t, s, scopes("prune-kept", 2), tombstone(time.Hour))
 	seed(t, s, scopes("prune-completed", 2), func(sc core.Scope, now time.Time, tok core.Token) core.Record {
@@ -181,8 +183,12 @@ func TestPrune(t *testing.T) {
 			Response: core.Response{StatusCode: 201}, CreatedAt: now.Add(-time.Hour), CompletedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Minute)}
 	})
 	seed(t, s, scopes("prune-lease", 1), leaseRanOut(time.Minute))
+	// The batches are taken by a Store whose sessions scan no index, as a
+	// server may plan for a large table: the order must be the statement's,
+	// not that of an index it happens to read.
+	pruner := db.seqScanStore(t)
 	p := core.DefaultPolicy()
-	n, err := s.Prune(ctx, &p, 3)
+	n, err := pruner.Prune(ctx, &p, 3)
 	if err != nil || n != 3 {
 		t.Fatalf("first batch: %d, %v; want 3", n, err)
 	}
@@ -195,16 +201,37 @@ func TestPrune(t *testing.T) {
 			t.Fatalf("tombstone %d (of 5, oldest first): pruned %v after a batch of 3", i, gone)
 		}
 	}
-	if n, err := s.Prune(ctx, &p, 10); err != nil || n != 2 {
+	if n, err := pruner.Prune(ctx, &p, 10); err != nil || n != 2 {
 		t.Fatalf("second batch: %d, %v; want 2", n, err)
 	}
-	if n, err := s.Prune(ctx, &p, 10); err != nil || n != 0 {
+	if n, err := pruner.Prune(ctx, &p, 10); err != nil || n != 0 {
 		t.Fatalf("third batch: %d, %v; want 0", n, err)
 	}
 	var left int
 	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.n.qualified).Scan(&left); err != nil || left != 5 {
 		t.Fatalf("%d records left (%v), want the 2 kept tombstones, 2 completed and 1 in progress", left, err)
 	}
+}
+
+// seqScanStore is a Store over a pool of its own whose sessions scan no
+// index (enable_indexscan and the like off), in the test's schema.
+func (db *testDB) seqScanStore(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	cfg := db.pool.Config().Copy()
+	for _, param := range []string{"enable_indexscan", "enable_indexonlyscan", "enable_bitmapscan"} {
+		cfg.ConnConfig.RuntimeParams[param] = "off"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := New(ctx, pool, Options{Schema: db.schema, PollInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestPruneCheckedByCore: a row the core would not prune is a driver bug,

@@ -115,6 +115,13 @@ func (db *testDB) newStore(t testing.TB, o Options) *Store {
 // the one backend a test may terminate, or watch wait on a lock.
 func (db *testDB) soloStore(t *testing.T, name string) (*Store, uint32) {
 	t.Helper()
+	return db.soloStoreWith(t, name, Options{PollInterval: -1})
+}
+
+// soloStoreWith is soloStore with the Store's options o (in the test's
+// schema).
+func (db *testDB) soloStoreWith(t *testing.T, name string, o Options) (*Store, uint32) {
+	t.Helper()
 	ctx := context.Background()
 	cfg := db.pool.Config().Copy()
 	cfg.MaxConns, cfg.MinConns = 1, 0
@@ -130,10 +137,12 @@ func (db *testDB) soloStore(t *testing.T, name string) (*Store, uint32) {
 	}
 	pid := conn.Conn().PgConn().PID()
 	conn.Release()
-	s, err := New(ctx, pool, Options{Schema: db.schema, PollInterval: -1})
+	o.Schema = db.schema
+	s, err := New(ctx, pool, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	return s, pid
 }
 

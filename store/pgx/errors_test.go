@@ -150,11 +150,20 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("%s: a retry that succeeds: %d calls, %v", code, calls, err)
 			}
 		}
-		calls := 0
-		_ = s.ops().run(ctx, func() error { calls++; return &pgconn.PgError{Code: codeUniqueViolation} })
-		if calls != 1 {
-			t.Fatalf("a unique violation was retried: %d calls", calls)
+		if s.opt.SerializationRetries != 3 {
+			t.Fatalf("a Store of the zero Options retries %d times, want 3 (Options.SerializationRetries)", s.opt.SerializationRetries)
 		}
+		// Not retried: a unique violation, a statement timeout, and the
+		// other rollbacks of class 40, 40003 (statement completion unknown:
+		// it may have applied) and 40002 (an integrity violation at commit).
+		for _, code := range []string{codeUniqueViolation, codeQueryCanceled, "40003", "40002"} {
+			calls := 0
+			_ = s.ops().run(ctx, func() error { calls++; return &pgconn.PgError{Code: code} })
+			if calls != 1 {
+				t.Fatalf("%s was retried: %d calls", code, calls)
+			}
+		}
+		calls := 0
 		calls = 0
 		_ = ops{s: s, tx: true}.run(ctx, func() error { calls++; return &pgconn.PgError{Code: codeDeadlock} })
 		if calls != 1 {

@@ -1,9 +1,13 @@
 package pgxstore
 
 import (
+	"context"
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/store"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -18,3 +22,10 @@ func historiesForTest() int {
 }
 
 func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
+
+// applyOver is store.Apply with an Applied of its own.
+func applyOver(ctx context.Context, s store.Store, p *core.Policy, sc core.Scope, ev core.Event) (store.Applied, error) {
+	var a store.Applied
+	err := store.Apply(ctx, s, sc, ev, p, &a)
+	return a, err
+}

@@ -14,7 +14,10 @@ import (
 // together, or neither does (see Attempt.CompleteIn and the example). The
 // completion is fenced like any write: if the attempt lost its token
 // meanwhile, the core answers stale, CompleteIn fails, and the caller rolls
-// back. Its row lock is held until tx ends: keep the transaction short.
+// back. Its row lock is held until tx ends, and so is the lock each of its
+// Loads takes on the scope (the load function's advisory lock, which every
+// other Load of the scope waits for, a sweeper's or a reconciler's among
+// them): keep the transaction short.
 type TxStore struct {
 	s  *Store
 	tx pgx.Tx

@@ -32,6 +32,7 @@ type toyStore struct {
 	racyInsert           bool // insert-if-absent as check, unlock, then put
 	staleReads           bool // loads served from a cache that writes do not invalidate
 	dropAcknowledged     bool // every 5th write is acknowledged, then lost at the next load
+	casAcceptsNewer      bool // compare-and-set also applies under an expected version past the record's
 
 	cache map[core.Scope]*cached
 }
@@ -134,7 +135,7 @@ func (s *toyStore) CompareAndSet(ctx context.Context, rec *core.Record, v uint64
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.records[rec.Scope]
-	if !ok || e.rec.Token != t || (e.rec.Version != v && !s.casIgnoresVersion) {
+	if !ok || e.rec.Token != t || (e.rec.Version != v && !s.casIgnoresVersion && !(s.casAcceptsNewer && v > e.rec.Version)) {
 		return fmt.Errorf("toy: compare-and-set: %w", store.ErrConflict)
 	}
 	prev := e.rec

@@ -28,6 +28,9 @@
 // path of an HTML visualization. IDEM_LIN_HISTORIES=n runs n histories per
 // stress test (the long run).
 //
-// The suite is shown to catch broken drivers (broken_test.go plants ten),
-// and it never imports a driver: store/mem runs it from its own tests.
+// The suite is shown to catch broken drivers: broken_test.go and
+// planted_test.go plant one bug each, and suite_catches_test.go runs the
+// cases meant for each bug over its driver and requires them to fail (and
+// to pass without the bug). The package never imports a driver: store/mem
+// runs the suite from its own tests.
 package storetest

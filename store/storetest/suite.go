@@ -108,8 +108,10 @@ func WithVisualizationDir(dir string) Option { return func(c *config) { c.visual
 //
 //   - contract: functional tests of every Store method and its edge cases
 //     (insert of an existing scope, compare-and-set on a stale version or
-//     token, delete of a deleted record, fresh tokens after a delete, Due in
-//     order and in batches, Wait, copies of responses, scopes sharing a key,
+//     token, delete of a deleted record, fresh tokens after a delete, the
+//     reserve's tokens above every one handed out before, Due in order and
+//     in batches and across its kinds, Wait, copies of responses, scopes
+//     sharing a key,
 //     an Applier's agreement with the load-step-write loop, and every byte
 //     the core accepts in a header, a body or an error code, written
 //     through each write path and loaded back byte for byte);

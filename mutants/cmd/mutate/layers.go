@@ -129,7 +129,7 @@ func (r *runner) nodeBaseline() (string, error) {
 // vet checks that m, applied by overlay, builds and vets (go vet), or for
 // the Node host parses (node --check).
 func (r *runner) vet(m *mutants.Mutant, overlay string) error {
-	argv := []string{"go", "vet", "-overlay", overlay, "./" + filepath.Dir(m.File) + "/"}
+	argv := []string{"go", "vet", "-overlay", overlay, "./" + r.packageOf(m.File) + "/"}
 	if areaOf(m.File).node {
 		rel, _ := filepath.Rel(filepath.Join("wasm", "js"), m.File)
 		argv = []string{"node", "--check", filepath.Join(overlay, rel)}
@@ -138,6 +138,20 @@ func (r *runner) vet(m *mutants.Mutant, overlay string) error {
 		return fmt.Errorf("%s does not vet:\n%s", m.ID, tail(res.out, 10))
 	}
 	return nil
+}
+
+// packageOf is the directory of the package that builds file: its own, or
+// for a file the package embeds (store/pgx/migrations/*.sql) the nearest
+// directory above it that holds Go files.
+func (r *runner) packageOf(file string) string {
+	dir := filepath.Dir(file)
+	for dir != "." {
+		if gos, _ := filepath.Glob(filepath.Join(r.root, dir, "*.go")); len(gos) > 0 {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	return dir
 }
 
 // mutant writes m's overlay and runs every layer that reaches it.
