@@ -27,7 +27,8 @@
 //     Reconciler settles it.
 //  5. Answer with the Result's Response (executed now, or replayed), or map
 //     the *Error: its Code is stable, its Status is the HTTP status, and
-//     RetryAfter says when a client should come back.
+//     RetryAfter says when a client should come back. The Result is yours:
+//     a replay's Response is a copy, so editing it changes no other replay.
 //
 // # A key past its TTL
 //
@@ -47,7 +48,28 @@
 //
 // Every error Do returns is an *Error; match it with errors.Is against the
 // Err* sentinels (ErrKeyMisuse: 422; ErrInProgress and ErrOutcomeUnknown:
-// 409 with Retry-After; ErrStoreUnavailable: 503, nothing ran).
+// 409 with Retry-After; ErrStoreUnavailable: 503, nothing ran;
+// ErrStoreRefused: 500, the store refused a write for good, as a database
+// refuses a value or a constraint, which retrying will not change).
+//
+// A store's refusal is never taken for an outage: a refused reserve runs
+// nothing; a refused outcome hands the key to the reconciler at once (its
+// last error code store_refused), and the Result says the outcome was not
+// recorded; the reconciler reschedules, with backoff, a finding the store
+// refuses. NotExecuted with an error code the core refuses (not 1 to 64
+// bytes of RFC 9110 token characters) still frees the key, with the
+// default code, and Do says the code was refused.
+//
+// # Leases
+//
+// An action runs on a context that is cancelled, with context.Cause
+// ErrLeaseLost, as soon as a heartbeat finds its record taken over, and in
+// any case a margin (a twentieth of the lease, at most a second) before the
+// lease's end as Do last knew it: reckoned from when the call that granted
+// or extended it was sent, so that neither a slow answer nor a store that
+// hangs can stretch an attempt past the lease the sweeper and the
+// reconciler go by. Nothing Do does after the action returns waits for a
+// heartbeat under way.
 //
 // # Metrics
 //
