@@ -62,7 +62,10 @@ func TestErrors(t *testing.T) {
 		rec := reserved(t, s, sc)
 		lockRow(t, db, s, sc)
 		cfg := db.pool.Config().Copy()
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "20ms"
+		// Long enough that New's own reads finish on a loaded server (20 ms
+		// did not, with two runs of the suite and more at once), short
+		// enough to wait out: the compare-and-set waits on the locked row.
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "500ms"
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
