@@ -1058,6 +1058,7 @@ var endToEnd = []struct {
 	{"ClientTimeoutDoesNotDecideTheOutcome", e2eClientTimeoutDoesNotDecideTheOutcome},
 	{"LeaseLostAfterTheClientLeft", e2eLeaseLostAfterTheClientLeft},
 	{"Every503IsLogged", e2eEvery503IsLogged},
+	{"ObsTextLocationIsRecorded", e2eObsTextLocationIsRecorded},
 }
 
 func TestEndToEnd(t *testing.T) {
