@@ -63,21 +63,14 @@ func TestHungHeartbeatStillEndsTheAttemptInTime(t *testing.T) {
 	// Real time, as Do's heartbeat runs; a lease long enough that the
 	// margin (150 ms) covers a busy machine's late timers.
 	const lease = 3 * time.Second
-	mem := memstore.New(memstore.Options{Clock: time.Now})
 	hanger := newBeatHanger()
 	t.Cleanup(func() { close(hanger.release) })
-	s := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: hanger.apply})
-	p := idem.DefaultPolicy()
-	p.LeaseDuration = lease
-	ex, err := idem.New(s, idem.WithPolicy(p), idem.WithHeartbeatInterval(lease/10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, ex := leaseExecutor(t, lease, lease/10, hanger.apply)
 	req := request(key1, payload)
 	var cause error
 	var toldBeforeEnd bool
 	hungWhenTold := 0
-	_, err = ex.Do(context.Background(), req, func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+	_, err := ex.Do(context.Background(), req, func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
 		select {
 		case <-hanger.entered:
 		case <-time.After(10 * lease):
@@ -122,7 +115,6 @@ func TestHungHeartbeatStillEndsTheAttemptInTime(t *testing.T) {
 // not a lease after the answer arrived.
 func TestLeaseEndCountsFromTheReserveSent(t *testing.T) {
 	const lease = 3 * time.Second
-	mem := memstore.New(memstore.Options{Clock: time.Now})
 	slowAnswer := func(next store.ApplyFunc) store.ApplyFunc {
 		return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
 			switch ev.Kind {
@@ -136,13 +128,7 @@ func TestLeaseEndCountsFromTheReserveSent(t *testing.T) {
 			return next(ctx, scope, ev, p, out)
 		}
 	}
-	s := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: slowAnswer})
-	p := idem.DefaultPolicy()
-	p.LeaseDuration = lease
-	ex, err := idem.New(s, idem.WithPolicy(p), idem.WithHeartbeatInterval(lease/10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ex := leaseExecutor(t, lease, lease/10, slowAnswer)
 	req := request(key1, payload)
 	var toldBeforeEnd bool
 	_, _ = ex.Do(context.Background(), req, func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
@@ -167,7 +153,6 @@ func TestLeaseEndCountsFromTheReserveSent(t *testing.T) {
 // lease is not cancelled; a beat left to hang would let the lease run out.
 func TestAHungBeatIsCutShortSoTheNextExtends(t *testing.T) {
 	const lease = 1500 * time.Millisecond
-	mem := memstore.New(memstore.Options{Clock: time.Now})
 	var beats atomic.Int32
 	firstHangs := func(next store.ApplyFunc) store.ApplyFunc {
 		return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
@@ -178,13 +163,7 @@ func TestAHungBeatIsCutShortSoTheNextExtends(t *testing.T) {
 			return next(ctx, scope, ev, p, out)
 		}
 	}
-	s := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: firstHangs})
-	p := idem.DefaultPolicy()
-	p.LeaseDuration = lease
-	ex, err := idem.New(s, idem.WithPolicy(p), idem.WithHeartbeatInterval(lease/6))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ex := leaseExecutor(t, lease, lease/6, firstHangs)
 	var cause error
 	res, err := ex.Do(context.Background(), request(key1, payload), func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
 		select {
@@ -201,4 +180,19 @@ func TestAHungBeatIsCutShortSoTheNextExtends(t *testing.T) {
 	if beats.Load() < 2 {
 		t.Fatalf("%d heartbeats: the schedule did not happen", beats.Load())
 	}
+}
+
+// leaseExecutor is an executor with lease and heartbeat over a memory store
+// on the real clock (Do's heartbeat runs on it), whose fast path goes
+// through layer: the store's behaviour under test.
+func leaseExecutor(t *testing.T, lease, heartbeat time.Duration, layer func(store.ApplyFunc) store.ApplyFunc) (*memstore.Store, *idem.Executor) {
+	t.Helper()
+	mem := memstore.New(memstore.Options{Clock: time.Now})
+	p := idem.DefaultPolicy()
+	p.LeaseDuration = lease
+	ex, err := idem.New(store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: layer}), idem.WithPolicy(p), idem.WithHeartbeatInterval(heartbeat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem, ex
 }
