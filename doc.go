@@ -79,7 +79,14 @@
 // # Hosts that do their own I/O
 //
 // Executor.Begin returns a Flow: one request as a state machine without
-// goroutines or clocks, whose effects (apply an event, run the action, wait)
-// its host performs; Do is a thin loop over it, and the simulator drives it
-// on virtual time. Its protocol is package store's Op's.
+// goroutines or clocks, whose effects its host performs. Next says what to
+// do: apply an event (through store.ApplyHeld when the effect holds the
+// attempt's record; detached from the caller's context when it is the
+// attempt's outcome), run the action with the attempt's Lease kept beside
+// it (when to beat, when to tell the action its lease is lost), or wait
+// for another attempt; the host reports what happened (ApplyDone, RunDone,
+// WaitDone, or Gone when its caller went away), and raises again a panic
+// the final effect carries. Do is a host of these public calls and of
+// nothing else (a test holds it to that), and the simulator is another,
+// on virtual time: what it checks is the sequence a service runs.
 package idem

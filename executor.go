@@ -72,15 +72,6 @@ func New(s store.Store, opts ...Option) (*Executor, error) {
 // Policy returns the executor's policy.
 func (e *Executor) Policy() Policy { return e.policy }
 
-// Begin starts req as a Flow, for a host that performs its effects itself.
-func (e *Executor) Begin(req Request) (*Flow, error) {
-	f := new(Flow)
-	if err := f.init(&e.policy, e.metrics, &req); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
 // Do runs action for req at most once per scope:
 //
 //   - a new key (or a failed_retryable one) runs the action with a heartbeat
@@ -112,92 +103,35 @@ func (e *Executor) Begin(req Request) (*Flow, error) {
 // Once the action has run, its outcome is written on a context detached from
 // ctx (bounded by the outcome timeout): a client that disconnects must not
 // turn a charge into an unknown, or worse, into a re-execution.
+//
+// Do is a host of the request's Flow and of nothing else: it performs each
+// Effect the Flow asks for and reports what happened, through the Flow's
+// public calls only (TestDoIsAFlowHost holds it to that), so that the
+// simulator, which hosts the same Flow on virtual time, checks the
+// sequence a service runs.
 func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, error) {
 	if action == nil {
 		return Result{}, newError(ErrInvalidRequest, errNilAction, 0)
 	}
-	if err := ctx.Err(); err != nil {
-		return Result{}, err // the caller went away before anything ran: not the store's failure
-	}
-	if err := req.Validate(&e.policy); err != nil {
+	s := scratchPool.Get().(*doScratch)
+	defer putScratch(s)
+	f := &s.flow
+	if err := e.BeginIn(f, req); err != nil {
 		return Result{}, err
 	}
-	scratch := scratchPool.Get().(*doScratch)
-	defer putScratch(scratch)
-	a := &scratch.applied
-	// The reserve comes first, outside the Flow: a replay, the most common
-	// answer of a retried request, is then a validation, one store call and
-	// a copy, without the 800 bytes of a Flow to clear. The time it was
-	// sent is where a lease it grants starts on the host's clock.
-	scratch.sent = time.Now()
-	err := store.Apply(ctx, e.store, req.Scope, core.Event{Kind: core.EventReserve, Fingerprint: req.Fingerprint}, &e.policy, a)
-	if err == nil && a.Transition.Decision.Kind == core.DecisionReplay {
-		count(e.metrics, req.Scope, core.EventReserve, a, nil)
-		return replayed(a), nil
-	}
-	if err != nil && ctx.Err() != nil {
-		return Result{}, ctx.Err() // gone while reserving: nothing ran, and the store did not fail
-	}
-	return e.doFlow(ctx, &req, action, scratch, err)
-}
-
-// doFlow is Do once its reserve was applied (into scratch.applied, or
-// failed with reserveErr) and did not settle the request as a replay: the
-// Flow's loop, with the action, the wait and the outcome's write.
-func (e *Executor) doFlow(ctx context.Context, req *Request, action Action, scratch *doScratch, reserveErr error) (Result, error) {
-	var f Flow
-	f.start(&e.policy, e.metrics, req)
-	a := &scratch.applied
-	f.ApplyDone(a, reserveErr)
-	applyCtx := ctx
-	var panicked *PanicError
-	var oc *outcomeCtx
-	held := &scratch.held // the attempt's record, from its reserve (store.ApplyHeld)
-	defer func() {
-		if oc != nil {
-			oc.release()
-		}
-	}()
+	h := doHost{e: e, ctx: ctx, s: s}
 	for {
-		// f.Next() without its copy of the event and the attempt: Do is
-		// the Flow's own loop, and a replay is short enough for 400 bytes
-		// copied twice to show.
-		switch f.nextKind() {
+		switch eff := f.Next(); eff.Kind {
 		case EffectApply:
-			var err error
-			if f.event.Kind == core.EventReserve {
-				scratch.sent = time.Now()
-			}
-			if f.state == flowRecord {
-				// The outcome of the attempt this Do holds: a store that can
-				// write over the held record without loading it first (a
-				// database: one round trip instead of two) is told which.
-				err = store.ApplyHeld(applyCtx, e.store, held, f.event, &e.policy, a)
-			} else {
-				err = store.Apply(applyCtx, e.store, req.Scope, f.event, &e.policy, a)
-			}
-			if err != nil && f.event.Kind == core.EventReserve && ctx.Err() != nil {
-				return Result{}, ctx.Err() // gone while reserving: nothing ran, and the store did not fail
-			}
-			f.ApplyDone(a, err)
+			h.apply(f, eff, &req.Scope)
 		case EffectRun:
-			*held = a.Record // what the reserve that decided Execute left
-			resp, err := e.run(ctx, f.attempt, scratch.sent, action)
-			if p, ok := err.(*PanicError); ok {
-				panicked = p
-			}
-			oc = &outcomeCtx{parent: ctx, deadline: time.Now().Add(e.outcomeTimeout)}
-			applyCtx = oc
+			resp, err := h.run(f, &req.Scope, action)
 			f.RunDone(resp, err)
 		case EffectWait:
-			start := time.Now()
-			if err := e.wait(ctx, req.Scope, f.Next()); err != nil {
-				return Result{}, err
-			}
-			f.WaitDone(time.Since(start))
+			h.wait(f, eff, &req.Scope)
 		case EffectDone:
-			if panicked != nil {
-				panic(panicked.Value) // recorded as unknown; now the caller's to handle
+			if eff.Panic != nil {
+				panic(eff.Panic) // recorded as unknown; now the caller's to handle
 			}
 			return f.Result()
 		}
@@ -206,53 +140,96 @@ func (e *Executor) doFlow(ctx context.Context, req *Request, action Action, scra
 
 var errNilAction = errors.New("nil action")
 
-// doScratch is what a Do fills as it goes, kept in a pool: the Applied of
-// every event (400 bytes a flow would otherwise allocate, or copy at every
-// event) and the attempt's record from its reserve (store.ApplyHeld), both
-// handed to the store, so that on Do's stack they would escape to the heap.
+// doHost is what one Do keeps while it hosts its Flow: the caller's
+// context and its pooled scratch. (The request's scope is passed to each
+// call apart: held here, it would go to the heap with the context.)
+type doHost struct {
+	e   *Executor
+	ctx context.Context
+	s   *doScratch
+}
+
+// apply performs an EffectApply and reports it: on the caller's context, or
+// detached from it for the attempt's outcome. The time it is sent is where
+// a lease it grants starts on the host's clock.
+func (h *doHost) apply(f *Flow, eff *Effect, scope *Scope) {
+	ctx := h.ctx
+	if eff.Detached {
+		if h.s.outcome == nil {
+			h.s.outcome = &outcomeCtx{parent: h.ctx, deadline: time.Now().Add(eff.Timeout)}
+		}
+		ctx = h.s.outcome
+	} else if err := ctx.Err(); err != nil {
+		f.Gone(err) // the caller went away before anything ran: not the store's failure
+		return
+	}
+	a := &h.s.applied
+	h.s.sent = time.Now()
+	var err error
+	if eff.Held != nil {
+		err = store.ApplyHeld(ctx, h.e.store, eff.Held, eff.Event, &h.e.policy, a)
+	} else {
+		err = store.Apply(ctx, h.e.store, *scope, eff.Event, &h.e.policy, a)
+	}
+	if err != nil && !eff.Detached && h.ctx.Err() != nil {
+		f.Gone(h.ctx.Err()) // gone while it was under way: nothing ran, and the store did not fail
+		return
+	}
+	f.ApplyDone(a, err)
+}
+
+// doScratch is what a Do fills as it goes, kept in a pool: its Flow (a
+// kilobyte) and the Applied of every event, which a Do's stack would let
+// escape to the heap (both are handed to the store), when the last apply
+// was sent, and once the action ran, the context its outcome is written on.
 type doScratch struct {
+	flow    Flow
 	applied store.Applied
-	held    core.Record
-	sent    time.Time // when the last reserve was sent
+	sent    time.Time
+	outcome *outcomeCtx
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(doScratch) }}
 
-// putScratch returns s to the pool holding nothing: a pooled record must not
-// keep a response alive.
+// putScratch returns s to the pool holding nothing a request left: a
+// pooled scratch must not keep a response or a scope alive.
 func putScratch(s *doScratch) {
-	if s.held.Token != 0 { // only an execution holds a record
-		s.applied, s.held = store.Applied{}, core.Record{}
-	} else {
-		// A replay, the hot path: every field of applied is written again by
-		// the next Apply, so only what could keep memory alive is cleared
-		// (the whole 400 bytes cost a tenth of a replay).
+	if s.flow.Next().Kind == EffectDone && s.flow.Next().Attempt.Token == 0 {
+		// Answered at the reserve (a replay, the hot path): every field of
+		// applied is written again by the next Apply, and BeginIn clears
+		// the flow's few, so only what could keep memory alive is cleared.
 		r := &s.applied.Record
 		r.Scope, r.Response, r.LastErrorCode = core.Scope{}, core.Response{}, ""
+	} else {
+		if s.outcome != nil {
+			s.outcome.release() // stops its timer, if a store armed one: Do is over
+		}
+		*s = doScratch{}
 	}
 	scratchPool.Put(s)
 }
 
-// wait blocks for an EffectWait. It fails only when the caller gave up: the
-// key is still in progress elsewhere, so that is ErrInProgress, wrapping the
-// context's error.
-func (e *Executor) wait(ctx context.Context, scope Scope, eff Effect) error {
-	wctx, cancel := context.WithTimeout(ctx, eff.Wait)
-	defer cancel()
-	_ = e.store.Wait(wctx, scope, eff.Version, eff.Token) // woken, timed out, or spurious: load again
-	if err := ctx.Err(); err != nil {
-		return newError(ErrInProgress, err, e.policy.RetryAfter)
+// wait performs an EffectWait on the caller's context and reports it: the
+// store's Wait for the record to change, for at most eff.Wait.
+func (h *doHost) wait(f *Flow, eff *Effect, scope *Scope) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(h.ctx, eff.Wait)
+	_ = h.e.store.Wait(ctx, *scope, eff.Version, eff.Token) // woken, timed out, or spurious: the flow loads again
+	cancel()
+	if err := h.ctx.Err(); err != nil {
+		f.Gone(err)
+		return
 	}
-	return nil
+	f.WaitDone(time.Since(start))
 }
 
-// run calls action as the attempt at, whose reserve was sent at sent, with
-// a heartbeat beside it that cancels the action's context if the lease is
-// lost. A panic comes back as a *PanicError, for Do to record before
-// raising it again.
-func (e *Executor) run(ctx context.Context, at Attempt, sent time.Time, action Action) (resp Response, err error) {
-	actx, cancel := context.WithCancelCause(ctx)
-	b := e.startHeartbeat(at, sent, cancel)
+// run performs an EffectRun: action as the attempt, with the attempt's
+// Lease kept beside it by a heart that cancels the action's context when
+// the lease is lost. A panic comes back as a *PanicError, for the Flow to
+// record before Do raises it again.
+func (h *doHost) run(f *Flow, scope *Scope, action Action) (resp Response, err error) {
+	actx, cancel := context.WithCancelCause(h.ctx)
+	b := h.e.startHeartbeat(*scope, f.Lease(h.s.sent), cancel)
 	defer func() {
 		b.stop()
 		cancel(nil)
@@ -260,5 +237,5 @@ func (e *Executor) run(ctx context.Context, at Attempt, sent time.Time, action A
 			resp, err = Response{}, &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return action(actx, at)
+	return action(actx, f.Next().Attempt)
 }

@@ -15,15 +15,26 @@ import (
 type EffectKind uint8
 
 const (
-	// EffectApply: apply Effect.Event to the request's scope (store.Apply,
-	// or a store.Op step by step), then call ApplyDone.
+	// EffectApply: apply Effect.Event to the request's scope under the
+	// executor's policy, then call ApplyDone. With Effect.Held set, through
+	// store.ApplyHeld over that record; else through store.Apply (or a
+	// store.Op step by step). With Effect.Detached, on a context the
+	// caller's cancellation does not reach, bounded by Effect.Timeout;
+	// else on the caller's context, and if that context ends before or
+	// during the call, report Gone instead of ApplyDone.
 	EffectApply EffectKind = iota + 1
-	// EffectRun: run the action as Effect.Attempt, then call RunDone.
+	// EffectRun: run the action as Effect.Attempt on the caller's context,
+	// with the attempt's Lease (Flow.Lease) kept beside it, then call
+	// RunDone. A panic is reported as a *PanicError.
 	EffectRun
-	// EffectWait: wait until the record no longer has Effect.Version and
-	// Effect.Token (Store.Wait), or Effect.Wait has passed, then call WaitDone.
+	// EffectWait: wait on the caller's context until the record no longer
+	// has Effect.Version and Effect.Token (Store.Wait), or Effect.Wait has
+	// passed, then call WaitDone; if the caller's context ends first,
+	// report Gone.
 	EffectWait
-	// EffectDone: the flow is over; Result holds the answer.
+	// EffectDone: the flow is over; Result holds the answer. With
+	// Effect.Panic set, the action panicked: its key is recorded unknown,
+	// and the host raises the panic again with that value.
 	EffectDone
 )
 
@@ -41,14 +52,33 @@ func (k EffectKind) String() string {
 	return fmt.Sprintf("effect(%d)", uint8(k))
 }
 
-// Effect is one thing a Flow asks of its host.
+// Effect is one thing a Flow asks of its host. Only the fields its Kind
+// names mean anything.
 type Effect struct {
-	Kind    EffectKind
-	Event   core.Event // EffectApply; Now and the fresh token come from the store
-	Attempt Attempt    // EffectRun
-	Version uint64     // EffectWait
-	Token   Token      // EffectWait
+	Kind EffectKind
+
+	// EffectApply.
+	Event core.Event // Now and the fresh token come from the store
+	// Held is the record the attempt's own reserve left, for an event of
+	// that attempt (its outcome): a store that implements
+	// store.HeldApplier writes over it without loading it first.
+	Held *core.Record
+	// Detached: the attempt's outcome, which the caller's cancellation
+	// must not stop (a client that goes away must not turn a charge into
+	// an unknown); Timeout bounds it.
+	Detached bool
+	Timeout  time.Duration
+
+	// EffectRun.
+	Attempt Attempt
+
+	// EffectWait.
+	Version uint64
+	Token   Token
 	Wait    time.Duration
+
+	// EffectDone: the value the action panicked with, nil if it did not.
+	Panic any
 }
 
 type flowState uint8
@@ -62,103 +92,145 @@ const (
 )
 
 // Flow is one request's way through the executor as a state machine, with
-// no goroutine, clock or I/O of its own (as raft's RawNode sits under Node),
-// for hosts that perform the effects themselves (the simulator does, on
-// virtual time). Its protocol is store.Op's: Next says what to do, the
-// host reports what happened (ApplyDone, RunDone, WaitDone), Done says it
-// is over, and Result reads the answer. Executor.Do is a thin loop over it.
-// Times come from the store (store.Applied.Now), so the in-flight wait is
-// measured on the store's clock. A Flow counts the metrics of every event it
-// is told about.
+// no goroutine, clock or I/O of its own (as raft's RawNode sits under
+// Node): Next says what to do, the host performs it and reports what
+// happened (ApplyDone, RunDone, WaitDone, Gone), Done says it is over, and
+// Result reads the answer. While the action runs, the attempt's Lease
+// says when to extend it and when the action must be told it is lost.
+// Executor.Do is a host of these calls and of nothing else; the simulator
+// is another, on virtual time, so that what it checks is the sequence a
+// service runs. Times come from the store (store.Applied.Now), so the
+// in-flight wait is measured on the store's clock. A Flow counts the
+// metrics of every event it is told about.
 type Flow struct {
-	policy  *Policy
-	metrics Metrics
-	req     Request
+	ex  *Executor // its policy, metrics, heartbeat interval and outcome timeout
+	req Request
 
 	state    flowState
-	event    core.Event    // the event to apply next
+	eff      Effect        // what Next returns
 	deadline time.Time     // end of the in-flight wait on the store's clock, once started
 	waited   time.Duration // time the host reports having waited
-	attempt  Attempt
-	wait     struct {
-		version uint64
-		token   Token
-		d       time.Duration
-	}
-	response Response // what the action returned
-	actErr   error    // the action's error
-	finalErr error    // the error to return once the outcome is recorded
+	// ran: the flow got past its reserve (an attempt ran, or waited), so
+	// that a Flow used again has more than the reserve's fields to clear.
+	ran      bool
+	held     core.Record // the attempt's record from its reserve (Effect.Held)
+	response Response    // what the action returned
+	actErr   error       // the action's error
+	finalErr error       // the error to return once the outcome is recorded
+	panicked any         // what the action panicked with
 
 	result Result
 	err    error
 }
 
-// init makes a zero f a new Flow for req, on memory the caller owns (Do
-// keeps its Flow on its own stack). Field by field: f is already zero, and
-// a whole-struct literal would build and copy 800 bytes.
-func (f *Flow) init(p *Policy, m Metrics, req *Request) error {
-	if err := req.Validate(p); err != nil {
+// Begin starts req as a Flow, for a host that performs its effects itself.
+func (e *Executor) Begin(req Request) (*Flow, error) {
+	f := new(Flow)
+	if err := e.BeginIn(f, req); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// BeginIn starts req in f, a Flow the host made or used before (Do keeps
+// its Flows in a pool): whatever f held is dropped. It refuses an invalid
+// request, as Begin does.
+func (e *Executor) BeginIn(f *Flow, req Request) error { return f.begin(e, &req) }
+
+// begin is BeginIn, with req by reference: BeginIn inlines into its
+// caller, so that a request is copied once, into the Flow.
+func (f *Flow) begin(e *Executor, req *Request) error {
+	if err := req.Validate(&e.policy); err != nil {
 		return err
 	}
-	f.start(p, m, req)
+	f.reset()
+	f.ex, f.req = e, *req
+	f.eff.Kind, f.eff.Event.Kind, f.eff.Event.Fingerprint = EffectApply, core.EventReserve, req.Fingerprint
 	return nil
 }
 
-// start is init for a request already validated.
-func (f *Flow) start(p *Policy, m Metrics, req *Request) {
-	f.policy, f.metrics, f.req = p, m, *req
-	f.event.Kind, f.event.Fingerprint = core.EventReserve, req.Fingerprint
+// reset clears f for another request. A flow that ended at its reserve
+// (a replay, most often) touched only the fields cleared one by one here:
+// the whole Flow, a kilobyte, would cost a replay a tenth of its time.
+func (f *Flow) reset() {
+	if f.ran {
+		*f = Flow{}
+		return
+	}
+	// Of the Effect only its Kind changed (to EffectDone): the reserve's
+	// event went to the store by value, and nothing else is set before an
+	// attempt runs or waits. The result is written whole when the flow
+	// ends, and read only once it has.
+	f.state = flowReserve
 }
 
-// nextKind is Next().Kind, without building the Effect.
-func (f *Flow) nextKind() EffectKind {
-	switch f.state {
-	case flowReserve, flowRecord:
-		return EffectApply
-	case flowWait:
-		return EffectWait
-	case flowRun:
-		return EffectRun
-	}
-	return EffectDone
-}
-
-// Next is what the host must do now. It does not change the Flow.
-func (f *Flow) Next() Effect {
-	switch f.state {
-	case flowReserve, flowRecord:
-		return Effect{Kind: EffectApply, Event: f.event}
-	case flowWait:
-		return Effect{Kind: EffectWait, Version: f.wait.version, Token: f.wait.token, Wait: f.wait.d}
-	case flowRun:
-		return Effect{Kind: EffectRun, Attempt: f.attempt}
-	}
-	return Effect{Kind: EffectDone}
-}
+// Next is what the host must do now: a view into f, valid until the next
+// report, which the host must not change.
+func (f *Flow) Next() *Effect { return &f.eff }
 
 // Done reports whether the flow is over and Result holds its answer.
 func (f *Flow) Done() bool { return f.state == flowDone }
 
-// Result is the answer once Done: a Result, or an *Error.
-func (f *Flow) Result() (Result, error) { return f.result, f.err }
+// Result is the answer once Done: a Result, or an *Error. Before, it is
+// an error that says so.
+func (f *Flow) Result() (Result, error) {
+	if f.state != flowDone {
+		return Result{}, errFlowNotDone
+	}
+	return f.result, f.err
+}
+
+var errFlowNotDone = errors.New("idem: Flow.Result before the flow is done")
 
 func (f *Flow) done(r Result, err error) {
-	f.state, f.result, f.err = flowDone, r, err
+	f.result, f.err = r, err
+	f.end()
+}
+
+// end makes the flow Done, with f.result and f.err set.
+func (f *Flow) end() {
+	f.state, f.eff.Kind = flowDone, EffectDone
+	if f.panicked != nil {
+		f.eff.Panic = f.panicked
+	}
 }
 
 // ApplyDone reports how an EffectApply went: what it did, or an error (a
 // *store.Error when the store failed). The Flow reads *a during the call
 // only: the host may reuse it for the next event.
 func (f *Flow) ApplyDone(a *store.Applied, err error) {
-	count(f.metrics, f.req.Scope, f.event.Kind, a, err)
+	count(f.ex.metrics, f.req.Scope.UseCase, f.eff.Event.Kind, a, err)
 	switch f.state {
 	case flowReserve:
 		f.reserved(a, err)
 	case flowRecord:
 		f.recorded(a, err)
 	default:
-		f.done(Result{}, fmt.Errorf("idem: Flow.ApplyDone in state %d: host out of step", f.state))
+		f.outOfStep("ApplyDone")
 	}
+}
+
+// Gone reports that the caller's context ended before or during an effect
+// that runs on it (an EffectApply that is not Detached, or an EffectWait):
+// err is the context's error. The flow ends. Before an attempt ran, the
+// answer is err itself: the caller went away, which is not the store's
+// failure (even if the reserve applied, nothing ran, and the key's lease
+// runs out as after a crash). While it waited for another attempt, the
+// answer is ErrInProgress wrapping err.
+func (f *Flow) Gone(err error) {
+	switch f.state {
+	case flowReserve:
+		f.done(Result{}, err)
+	case flowWait:
+		f.done(Result{}, f.inProgress(err, f.ex.policy.RetryAfter))
+	default:
+		f.outOfStep("Gone")
+	}
+}
+
+// outOfStep ends the flow on a report its state does not expect.
+func (f *Flow) outOfStep(report string) {
+	f.done(Result{}, fmt.Errorf("idem: Flow.%s in state %d: host out of step", report, f.state))
 }
 
 func (f *Flow) reserved(a *store.Applied, err error) {
@@ -166,17 +238,20 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		// Fail closed: nothing runs when the store cannot be trusted,
 		// including a write that may or may not have applied. A store that
 		// refused the write for good is not down: retrying will not help.
-		f.done(Result{}, storeErr(err, f.policy.RetryAfter))
+		f.done(Result{}, storeErr(err, f.ex.policy.RetryAfter))
 		return
 	}
 	d := a.Transition.Decision
 	switch d.Kind {
 	case core.DecisionExecute:
-		f.state = flowRun
-		f.attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: f.policy, metrics: f.metrics,
+		f.state, f.ran, f.held = flowRun, true, a.Record
+		f.eff.Kind = EffectRun
+		f.eff.Attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: &f.ex.policy, metrics: f.ex.metrics,
 			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
 	case core.DecisionReplay:
-		f.done(replayed(a), nil)
+		replayed(a, &f.result) // in place: a Result is large, and a replay is the hot path
+		f.err = nil
+		f.end()
 	case core.DecisionMismatch:
 		f.done(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))
 	case core.DecisionReconciling:
@@ -192,27 +267,34 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 // response is a copy: a Result is the caller's to keep and edit, while the
 // store's record is shared by every replay of the key (a store hands out
 // its own memory; see store.Store).
-func replayed(a *store.Applied) Result {
-	return Result{Kind: ResultReplayed, Response: a.Record.Response.Clone(), Token: a.Record.Token, Recorded: true}
+func replayed(a *store.Applied, r *Result) {
+	r.Kind, r.Response, r.Token, r.Recorded = ResultReplayed, a.Record.Response.Clone(), a.Record.Token, true
 }
 
 func (f *Flow) inFlight(a *store.Applied, d core.Decision) {
 	if f.deadline.IsZero() {
-		f.deadline = a.Now.Add(f.policy.InFlightWait)
+		f.deadline = a.Now.Add(f.ex.policy.InFlightWait)
 	}
 	// Whichever clock says less is left wins: the store's (skew between
 	// hosts does not matter) or the host's own (a store clock that does
 	// not move, as a test's, must not make the wait endless).
-	if remaining := min(f.deadline.Sub(a.Now), f.policy.InFlightWait-f.waited); remaining > 0 {
-		f.state = flowWait
-		f.wait.version, f.wait.token, f.wait.d = a.Record.Version, a.Record.Token, remaining
+	if remaining := min(f.deadline.Sub(a.Now), f.ex.policy.InFlightWait-f.waited); remaining > 0 {
+		f.state, f.ran = flowWait, true
+		f.eff.Kind, f.eff.Version, f.eff.Token, f.eff.Wait = EffectWait, a.Record.Version, a.Record.Token, remaining
 		return
 	}
-	e := newError(ErrInProgress, nil, d.RetryAfter)
-	if f.policy.InFlightAnswer == core.InFlightAccepted {
+	f.done(Result{}, f.inProgress(nil, d.RetryAfter))
+}
+
+// inProgress is the answer while another attempt holds the key: 409, or
+// 202 by policy, with cause (the caller's context error, when it went
+// away while waiting) and retryAfter.
+func (f *Flow) inProgress(cause error, retryAfter time.Duration) *Error {
+	e := newError(ErrInProgress, cause, retryAfter)
+	if f.ex.policy.InFlightAnswer == core.InFlightAccepted {
 		e.Status = http.StatusAccepted
 	}
-	f.done(Result{}, e)
+	return e
 }
 
 // WaitDone reports that an EffectWait ended after elapsed (the record
@@ -220,7 +302,7 @@ func (f *Flow) inFlight(a *store.Applied, d core.Decision) {
 func (f *Flow) WaitDone(elapsed time.Duration) {
 	if f.state == flowWait {
 		f.waited += max(elapsed, 0)
-		f.state = flowReserve
+		f.state, f.eff.Kind = flowReserve, EffectApply
 	}
 }
 
@@ -228,31 +310,36 @@ func (f *Flow) WaitDone(elapsed time.Duration) {
 // status: a declined card is an outcome too), or an error.
 func (f *Flow) RunDone(resp Response, err error) {
 	if f.state != flowRun {
-		f.done(Result{}, fmt.Errorf("idem: Flow.RunDone in state %d: host out of step", f.state))
+		f.outOfStep("RunDone")
 		return
 	}
 	f.response, f.actErr = resp, err
+	if p, ok := err.(*PanicError); ok {
+		f.panicked = p.Value // raised again once the outcome is written
+	}
 	f.state = flowRecord
-	f.event = core.Event{Kind: core.EventMarkUnknown, Token: f.attempt.Token}
+	f.eff = Effect{Kind: EffectApply, Held: &f.held, Detached: true, Timeout: f.ex.outcomeTimeout,
+		Event: core.Event{Kind: core.EventMarkUnknown, Token: f.eff.Attempt.Token}, Attempt: f.eff.Attempt}
+	ev := &f.eff.Event
 	if err == nil {
-		f.event.Kind, f.event.Response = core.EventComplete, resp
+		ev.Kind, ev.Response = core.EventComplete, resp
 		return
 	}
 	var notExecuted *NotExecutedError
 	if errors.As(err, &notExecuted) {
-		f.event.Kind, f.event.ErrorCode = core.EventFail, notExecuted.Code
+		ev.Kind, ev.ErrorCode = core.EventFail, notExecuted.Code
 		f.finalErr = newError(ErrNotExecuted, err, 0)
 		if codeErr := core.ValidateErrorCode(notExecuted.Code); codeErr != nil {
 			// That nothing ran is what frees the key; a code the core
 			// refuses must not keep it locked. The default code is
 			// stored, and the caller is told of its mistake.
-			f.event.ErrorCode = ""
+			ev.ErrorCode = ""
 			f.finalErr = newError(ErrNotExecuted, &codeRefusedError{notExecuted: err, refusal: codeErr}, 0)
 		}
 		return
 	}
-	f.event.ErrorCode = unknownCode(err)
-	f.finalErr = newError(ErrOutcomeUnknown, err, f.policy.RetryAfter)
+	ev.ErrorCode = unknownCode(err)
+	f.finalErr = newError(ErrOutcomeUnknown, err, f.ex.policy.RetryAfter)
 }
 
 func unknownCode(err error) string {
@@ -269,9 +356,10 @@ func unknownCode(err error) string {
 }
 
 func (f *Flow) recorded(a *store.Applied, err error) {
-	outcome := f.event.Kind == core.EventComplete || f.event.Kind == core.EventFail
+	kind := f.eff.Event.Kind
+	outcome := kind == core.EventComplete || kind == core.EventFail
 	switch {
-	case err != nil && store.Refused(err) && f.event.Kind == core.EventComplete:
+	case err != nil && store.Refused(err) && kind == core.EventComplete:
 		// The core refused the response (not valid HTTP, or too large): it
 		// executed, but what it answered cannot be replayed. Leave the key
 		// to the reconciler and surface the bug.
@@ -284,23 +372,23 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 		// response is still the true one (Result.Recorded false); a
 		// failure's key is not free, which the caller is told.
 		var final error
-		if f.event.Kind == core.EventFail {
+		if kind == core.EventFail {
 			final = newError(ErrStoreRefused, &notReleasedError{notExecuted: f.actErr, write: err}, 0)
 		}
 		f.markUnknown(codeStoreRefused, final)
 		return
 	}
-	if f.event.Kind == core.EventFail && !released(a, err) {
+	if kind == core.EventFail && !released(a, err) {
 		// It did not execute, but the key is not free: say so, not that a
 		// retry may run it.
-		f.done(Result{}, storeErr(&notReleasedError{notExecuted: f.actErr, write: err}, f.policy.RetryAfter))
+		f.done(Result{}, storeErr(&notReleasedError{notExecuted: f.actErr, write: err}, f.ex.policy.RetryAfter))
 		return
 	}
 	if f.finalErr != nil {
 		f.done(Result{}, f.finalErr)
 		return
 	}
-	r := Result{Kind: ResultExecuted, Response: f.response, Token: f.attempt.Token}
+	r := Result{Kind: ResultExecuted, Response: f.response, Token: f.eff.Attempt.Token}
 	if err == nil {
 		k := a.Transition.Decision.Kind
 		r.Recorded = k == core.DecisionCompleted || k == core.DecisionAcknowledged
@@ -312,7 +400,7 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 // final what the flow answers once it is written (nil: the executed
 // result, not recorded).
 func (f *Flow) markUnknown(code string, final error) {
-	f.event = core.Event{Kind: core.EventMarkUnknown, Token: f.attempt.Token, ErrorCode: code}
+	f.eff.Event = core.Event{Kind: core.EventMarkUnknown, Token: f.eff.Attempt.Token, ErrorCode: code}
 	f.finalErr = final
 }
 
@@ -370,20 +458,3 @@ func (e *notReleasedError) Error() string {
 }
 
 func (e *notReleasedError) Unwrap() []error { return []error{e.notExecuted, e.write} }
-
-// HeartbeatEvent is the event that extends the running attempt's lease.
-// A host that runs the action applies it now and then beside the action
-// (a third of the lease is the executor's default), and reports each with
-// HeartbeatDone.
-func (f *Flow) HeartbeatEvent() core.Event {
-	return core.Event{Kind: core.EventHeartbeat, Token: f.attempt.Token}
-}
-
-// HeartbeatDone reports how a heartbeat went and says whether the attempt
-// still holds its lease. A store error leaves that open (the next beat may
-// succeed); any other answer than Extended (stale, or no longer in
-// progress) means the lease is lost for good: stop beating, and tell the
-// action.
-func (f *Flow) HeartbeatDone(a *store.Applied, err error) (held bool) {
-	return heartbeatDone(f.metrics, f.req.Scope, a, err)
-}

@@ -2,63 +2,42 @@ package idem
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
-	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
 )
 
-// ErrLeaseLost is the cause (context.Cause) of an action's cancelled
-// context when its attempt lost the lease: a heartbeat found the record
-// taken over (the sweeper marked it unknown, the reconciler settled it), or
-// no heartbeat extended it before it ended. The action should stop: another
-// attempt may run the key as soon as the reconciler proves this one did
-// nothing.
-var ErrLeaseLost = errors.New("idem: the attempt's lease was lost")
-
-// leaseMargin is how long before the end of its lease, as the executor
-// last knew it, an attempt is told it lost the lease when no heartbeat
-// extended it: a twentieth of the lease, at most a second. The end is
-// already reckoned from when the call that granted it was sent (the store
-// read its clock after that); the margin covers what the host's timers and
-// scheduler add.
-func leaseMargin(lease time.Duration) time.Duration { return min(lease/20, time.Second) }
-
-// heart extends one running attempt's lease, and tells the action when the
-// lease is lost, whatever the store does. It starts no goroutine of its
-// own: its two timers fire only when the action outlives a heartbeat
-// interval or its lease, so that the common short action costs two timer
-// resets and two stops. A beat's store call runs without the mutex, on a
-// context that stop cancels, so that neither stop nor the lease's timer
-// ever waits for a store that hangs. Hearts are pooled with their timers.
+// heart keeps a running attempt's Lease in real time, beside the action,
+// and tells the action when the lease is lost, whatever the store does:
+// the Lease decides, the heart only keeps its timers. It starts no
+// goroutine of its own: its two timers fire only when the action outlives
+// a heartbeat interval or its lease, so that the common short action costs
+// two timer resets and two stops. A beat's store call runs without the
+// mutex, on a context that stop cancels, so that neither stop nor the
+// lease's timer ever waits for a store that hangs. Hearts are pooled with
+// their timers.
 type heart struct {
-	e         *Executor
+	store     store.Store
+	policy    *Policy
 	beatTimer *time.Timer // the next heartbeat
-	lostTimer *time.Timer // the lease's end less the margin, unless a beat extends it
+	lostTimer *time.Timer // the lease's TellBy, unless a beat extends it
 
 	mu      sync.Mutex // guards what follows; never held across a store call
 	on      bool       // beating for an attempt, whose action has not been told
 	beating bool       // a beat's store call is under way: stop leaves h to it
 	scope   Scope
-	token   Token
+	lease   Lease
 	cancel  context.CancelCauseFunc
-	// leaseEnd is when the lease ends, on the host's clock: the store's
-	// lease end less the store's time at the call that granted it, from
-	// when that call was sent.
-	leaseEnd  time.Time
-	lastErr   error              // the last beat's store error, for the cause
-	endBeat   context.CancelFunc // ends the store call of the beat under way
-	applied   store.Applied      // the beat's, used without the mutex while beating
-	heartbeat time.Duration
+	endBeat context.CancelFunc // ends the store call of the beat under way
+	applied store.Applied      // the beat's, used without the mutex while beating
 }
 
 var heartPool sync.Pool
 
-// startHeartbeat arms a heart for at, whose lease was granted by a call sent
-// at sent, and which calls cancel when the lease is lost.
-func (e *Executor) startHeartbeat(at Attempt, sent time.Time, cancel context.CancelCauseFunc) *heart {
+// startHeartbeat arms a heart for the lease of an attempt of scope over e's
+// store, which calls cancel when the lease is lost.
+func (e *Executor) startHeartbeat(scope Scope, lease Lease, cancel context.CancelCauseFunc) *heart {
 	h, _ := heartPool.Get().(*heart)
 	if h == nil {
 		h = &heart{}
@@ -68,18 +47,11 @@ func (e *Executor) startHeartbeat(at Attempt, sent time.Time, cancel context.Can
 		h.lostTimer.Stop()
 	}
 	h.mu.Lock()
-	h.e, h.on, h.scope, h.token, h.cancel, h.lastErr = e, true, at.Scope, at.Token, cancel, nil
-	h.heartbeat = e.heartbeatInterval
-	h.leaseEnd = sent.Add(at.leaseLeft)
-	h.beatTimer.Reset(h.heartbeat)
-	h.lostTimer.Reset(h.untilLost(time.Now()))
+	h.store, h.policy, h.on, h.scope, h.lease, h.cancel = e.store, &e.policy, true, scope, lease, cancel
+	h.beatTimer.Reset(lease.Interval())
+	h.lostTimer.Reset(time.Until(lease.TellBy()))
 	h.mu.Unlock()
 	return h
-}
-
-// untilLost is how long from now the action may go on without news.
-func (h *heart) untilLost(now time.Time) time.Duration {
-	return h.leaseEnd.Add(-leaseMargin(h.e.policy.LeaseDuration)).Sub(now)
 }
 
 // stop ends the heartbeat without waiting for anything: a beat under way is
@@ -100,21 +72,34 @@ func (h *heart) stop() {
 }
 
 // release drops what h holds of its attempt, with h.mu held.
-func (h *heart) release() { h.e, h.applied, h.lastErr = nil, store.Applied{}, nil }
+func (h *heart) release() {
+	h.store, h.policy, h.scope, h.lease, h.applied = nil, nil, Scope{}, Lease{}, store.Applied{}
+}
 
 // leaseEnded runs in the lost timer's goroutine: no beat extended the lease
 // in time (they failed, or one hangs in the store).
 func (h *heart) leaseEnded() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.on {
-		return
+	if h.on {
+		h.tellIfLost(time.Now())
 	}
-	if left := h.untilLost(time.Now()); left > 0 {
-		h.lostTimer.Reset(left) // a beat extended the lease meanwhile, or a pooled timer fired late
-		return
+}
+
+// tellIfLost tells the action if its lease is lost at now, else arms the
+// lost timer for the lease's TellBy, with h.mu held.
+func (h *heart) tellIfLost(now time.Time) bool {
+	cause, lost := h.lease.Lost(now)
+	if !lost {
+		h.lostTimer.Reset(h.lease.TellBy().Sub(now)) // a beat extended the lease meanwhile, or a pooled timer fired late
+		return false
 	}
-	h.lost(errors.Join(ErrLeaseLost, h.lastErr))
+	h.on = false
+	h.beatTimer.Stop()
+	h.lostTimer.Stop()
+	h.cancel(cause)
+	h.cancel = nil
+	return true
 }
 
 // beat extends the lease once, in the beat timer's goroutine, and arms the
@@ -125,17 +110,15 @@ func (h *heart) beat() {
 		h.mu.Unlock()
 		return
 	}
-	e, scope, token := h.e, h.scope, h.token
-	// No beat outlives the lease it is trying to extend: by then the
-	// action has been told.
-	ctx, cancel := context.WithTimeout(context.Background(), min(h.heartbeat, max(h.untilLost(time.Now()), time.Millisecond)))
+	sent := time.Now()
+	ev := h.lease.Event()
+	ctx, cancel := context.WithTimeout(context.Background(), h.lease.BeatTimeout(sent))
 	h.beating, h.endBeat = true, cancel
+	s, scope, p := h.store, h.scope, h.policy
 	h.mu.Unlock()
 
-	sent := time.Now()
-	err := store.Apply(ctx, e.store, scope, core.Event{Kind: core.EventHeartbeat, Token: token}, &e.policy, &h.applied)
+	err := store.Apply(ctx, s, scope, ev, p, &h.applied)
 	cancel()
-	held := heartbeatDone(e.metrics, scope, &h.applied, err)
 
 	h.mu.Lock()
 	h.beating = false
@@ -145,35 +128,10 @@ func (h *heart) beat() {
 		heartPool.Put(h)
 		return
 	}
-	switch {
-	case !held:
-		h.lost(ErrLeaseLost) // taken over, or no longer in progress: for good
-	case err == nil:
-		h.leaseEnd, h.lastErr = sent.Add(h.applied.Record.LockedUntil.Sub(h.applied.Now)), nil
-		h.lostTimer.Reset(h.untilLost(time.Now()))
-		h.beatTimer.Reset(h.heartbeat)
-	default:
-		// The lease timer tells the action if no later beat succeeds;
-		// until then, try again sooner than a whole interval.
-		h.lastErr = err
-		h.beatTimer.Reset(min(h.heartbeat, max(h.untilLost(time.Now())/2, time.Millisecond)))
+	now := time.Now()
+	next := h.lease.BeatDone(sent, now, &h.applied, err)
+	if !h.tellIfLost(now) {
+		h.beatTimer.Reset(next)
 	}
 	h.mu.Unlock()
-}
-
-// lost tells the action, once, with h.mu held.
-func (h *heart) lost(cause error) {
-	h.on = false
-	h.beatTimer.Stop()
-	h.lostTimer.Stop()
-	h.cancel(cause)
-	h.cancel = nil
-}
-
-// heartbeatDone counts a heartbeat's outcome and says whether the attempt
-// still holds its lease: a store error leaves that open, any answer but
-// Extended means it is lost for good.
-func heartbeatDone(m Metrics, scope Scope, a *store.Applied, err error) bool {
-	count(m, scope, core.EventHeartbeat, a, err)
-	return err != nil || a.Transition.Decision.Kind == core.DecisionExtended
 }

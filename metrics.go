@@ -156,12 +156,12 @@ func (m *MemMetrics) Labels(c Counter) []Labels {
 	return ls
 }
 
-// count counts what applying one event of kind ev to scope did: a store
-// failure, or the transition. Every path that applies events (a Flow, the
+// count counts what applying one event of kind ev to a scope of useCase
+// did: a store failure, or the transition. Every path that applies events (a Flow, the
 // workers, CompleteIn) calls it with what store.Apply returned, so the
 // counters mean the same whoever caused the transition. The core refusing
 // an event is the caller's bad input and counts nothing here.
-func count(m Metrics, scope Scope, ev core.EventKind, a *store.Applied, err error) {
+func count(m Metrics, useCase string, ev core.EventKind, a *store.Applied, err error) {
 	if _, nop := m.(NopMetrics); nop {
 		return // the default: no labels to build
 	}
@@ -169,9 +169,9 @@ func count(m Metrics, scope Scope, ev core.EventKind, a *store.Applied, err erro
 	case err == nil:
 		observe(m, ev, a)
 	case errors.Is(err, store.ErrRefused):
-		m.Add(CounterStoreRefused, Labels{UseCase: scope.UseCase, Event: ev.String()}, 1)
+		m.Add(CounterStoreRefused, Labels{UseCase: useCase, Event: ev.String()}, 1)
 	case !store.Refused(err):
-		m.Add(CounterStoreError, Labels{UseCase: scope.UseCase, Event: ev.String()}, 1)
+		m.Add(CounterStoreError, Labels{UseCase: useCase, Event: ev.String()}, 1)
 	}
 }
 

@@ -237,13 +237,13 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 			// The core refuses the finding, or the store refuses to write
 			// it: one bad record must not stop the others, nor come first
 			// in every batch. Record why, back off.
-			count(w.metrics, rec.Scope, ev.Kind, &a, err)
+			count(w.metrics, rec.Scope.UseCase, ev.Kind, &a, err)
 			errs.add(fmt.Errorf("idem: the finding about %s is refused: %w", rec.Scope, err))
 			w.metrics.Add(CounterWorkerError, Labels{UseCase: rec.Scope.UseCase, Event: ev.Kind.String()}, 1)
 			ev = stillUnknown(rec, code)
 			err = store.Apply(ctx, w.store, rec.Scope, ev, w.policy, &a)
 		}
-		count(w.metrics, rec.Scope, ev.Kind, &a, err)
+		count(w.metrics, rec.Scope.UseCase, ev.Kind, &a, err)
 		if err != nil {
 			if !errors.As(err, new(*store.Error)) {
 				err = fmt.Errorf("idem: %v of %s: %w", ev.Kind, rec.Scope, err)

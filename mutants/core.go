@@ -382,4 +382,12 @@ var coreMutants = []Mutant{
 		Desc:   "a still-unknown Resolve's error code is not checked",
 		Breaks: "§5 rule \"what the core accepts, every driver stores byte for byte\"",
 	},
+	// ---- issue 21 §2: ownership whatever the lease's state -------------
+	{
+		ID: "core-fail-owner-past-lease", File: "core/step.go",
+		Old:    "func fail(rec *Record, ev *Event, p *Policy, now time.Time) Transition {\n\tif !owns(rec, ev.Token) {",
+		New:    "func fail(rec *Record, ev *Event, p *Policy, now time.Time) Transition {\n\tif !owns(rec, ev.Token) && (rec.Status != StatusInProgress || now.Before(rec.LockedUntil)) {",
+		Desc:   "a failure from a token that is not the record's is accepted once the record's lease ran out (an in_progress record nobody swept yet): a late owner frees another attempt's key",
+		Breaks: "§5 owner events (a token that does not own the record is Stale); §6.4 fencing",
+	},
 }

@@ -138,4 +138,26 @@ var storeMutants = []Mutant{
 		Breaks:     "none",
 		Equivalent: "compaction drops only stale entries (live() is false for them) and keeps the heap order: when it runs changes memory, never what Due lists",
 	},
+	// ---- issue 21 §2: workers follow the policy ------------------------
+	{
+		ID: "mem-due-lists-early", File: "store/mem/due.go",
+		Old:    "\tfor len(d.heap) > 0 && d.heap[0].at <= now && len(top.kept) < top.limit {",
+		New:    "\tfor len(d.heap) > 0 && d.heap[0].at <= now+int64(50e6) && len(top.kept) < top.limit {",
+		Desc:   "Due lists records up to 50 ms before they are due",
+		Breaks: "Store.Due (only due records); §5 Sweep and Resolve due times",
+	},
+	{
+		ID: "mem-due-most-overdue-last", File: "store/mem/due.go",
+		Old:    "\t\tif a.after(&b) {\n\t\t\treturn 1\n\t\t}\n\t\tif b.after(&a) {\n\t\t\treturn -1\n\t\t}",
+		New:    "\t\tif a.after(&b) {\n\t\t\treturn -1\n\t\t}\n\t\tif b.after(&a) {\n\t\t\treturn 1\n\t\t}",
+		Desc:   "Due lists the most overdue records last",
+		Breaks: "Store.Due (most overdue first): the oldest wait longest",
+	},
+	{
+		ID: "mem-due-over-limit", File: "store/mem/due.go",
+		Old:    "\ttop := dueTop{limit: limit}\n",
+		New:    "\ttop := dueTop{limit: limit + 1}\n",
+		Desc:   "Due lists one record more than its limit",
+		Breaks: "Store.Due (at most limit records)",
+	},
 }

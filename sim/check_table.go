@@ -43,6 +43,7 @@ func (c *checker) stepped(before *core.Record, ev *core.Event, p *core.Policy, a
 	if i, ok := c.w.scopeIdx[before.Scope]; ok {
 		scope = i
 	}
+	c.owned(scope, before, ev, d)
 	switch ev.Kind {
 	case core.EventReserve:
 		switch before.Status {
@@ -78,29 +79,72 @@ func (c *checker) stepped(before *core.Record, ev *core.Event, p *core.Policy, a
 	}
 }
 
+// owned holds an owner event that the core accepted (SPEC §5: a token
+// that does not own the record is Stale and changes nothing) to the token
+// of the record it found, whatever the lease's state: a completion,
+// failure, heartbeat or mark of an attempt whose lease ran out while its
+// record stayed in_progress is still its own, and only its own.
+func (c *checker) owned(scope int32, before *core.Record, ev *core.Event, d core.DecisionKind) {
+	switch ev.Kind {
+	case core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat:
+	default:
+		return
+	}
+	switch d {
+	case core.DecisionCompleted, core.DecisionFailed, core.DecisionMarkedUnknown, core.DecisionExtended, core.DecisionAcknowledged:
+		if !before.Exists() || before.Token != ev.Token {
+			c.fail(4, scope, "%v of token %d was accepted (%v) on a %v record of token %d (lease until %v, now %v)",
+				ev.Kind, ev.Token, d, before.Status, before.Token, before.LockedUntil, ev.Now)
+		}
+	}
+}
+
+// dueAt is when rec becomes due for kind (store.DueKind), and whether it
+// ever does: for a sweep, an in_progress record's lease end or a settled
+// one's expires_at; for the reconciler, an unknown record's non-zero
+// reconcile_after.
+func dueAt(kind store.DueKind, rec *core.Record) (time.Time, bool) {
+	switch {
+	case kind == store.DueSweep && rec.Status == core.StatusInProgress:
+		return rec.LockedUntil, true
+	case kind == store.DueSweep && (rec.Status == core.StatusCompleted || rec.Status == core.StatusFailedRetryable || rec.Status == core.StatusExpired):
+		return rec.ExpiresAt, true
+	case kind == store.DueReconcile && rec.Status == core.StatusUnknown && !rec.ReconcileAfter.IsZero():
+		return rec.ReconcileAfter, true
+	}
+	return time.Time{}, false
+}
+
 // listedDue hears a Due of kind at the store's time now answer recs
-// (limit at most): every record due by then must be there, unless the
-// limit cut the list short. Due times are the store's (store.DueKind):
-// for a sweep, a lease end or an expires_at; for the reconciler, a
-// non-zero reconcile_after.
-func (c *checker) listedDue(kind store.DueKind, limit int, now time.Time, recs []core.Record) {
-	if len(recs) >= limit {
+// (limit at most): only records due by then, most overdue first, at most
+// limit of them, and (when now is exact, not a reading taken after the
+// listing) every record due by then unless the limit cut the list short.
+func (c *checker) listedDue(kind store.DueKind, limit int, now time.Time, exact bool, recs []core.Record) {
+	if len(recs) > limit {
+		c.fail(invTime, -1, "Due(%v, limit %d) listed %d records", kind, limit, len(recs))
+		return
+	}
+	var prev time.Time
+	for i := range recs {
+		at, ok := dueAt(kind, &recs[i])
+		scope := c.w.scopeIdx[recs[i].Scope]
+		switch {
+		case !ok || !due(now, at):
+			c.fail(invTime, scope, "Due(%v) at %v listed a %v record that is not due (due at %v)", kind, now, recs[i].Status, at)
+			return
+		case at.Before(prev):
+			c.fail(invTime, scope, "Due(%v) at %v listed a record due at %v after one due at %v: not most overdue first", kind, now, at, prev)
+			return
+		}
+		prev = at
+	}
+	if len(recs) >= limit || !exact {
 		return
 	}
 	for i := range c.w.shadow {
 		rec := &c.w.shadow[i]
-		var at time.Time
-		switch {
-		case kind == store.DueSweep && rec.Status == core.StatusInProgress:
-			at = rec.LockedUntil
-		case kind == store.DueSweep && (rec.Status == core.StatusCompleted || rec.Status == core.StatusFailedRetryable || rec.Status == core.StatusExpired):
-			at = rec.ExpiresAt
-		case kind == store.DueReconcile && rec.Status == core.StatusUnknown && !rec.ReconcileAfter.IsZero():
-			at = rec.ReconcileAfter
-		default:
-			continue
-		}
-		if !due(now, at) {
+		at, ok := dueAt(kind, rec)
+		if !ok || !due(now, at) {
 			continue
 		}
 		listed := false

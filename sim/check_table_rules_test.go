@@ -81,11 +81,11 @@ func TestDueListsEveryDueRecord(t *testing.T) {
 	w.shadow[1] = settled(1, now)        // due exactly now, listed
 	w.shadow[2] = settled(2, now)        // due exactly now
 	listed := []core.Record{w.shadow[1]}
-	w.check.listedDue(store.DueSweep, 2, now, listed)
+	w.check.listedDue(store.DueSweep, 2, now, true, listed)
 	expect(t, w, invTime, "a listing one short of its limit that leaves out a due record")
-	w.check.listedDue(store.DueSweep, 1, now, listed)
+	w.check.listedDue(store.DueSweep, 1, now, true, listed)
 	expect(t, w, -1, "a listing at its limit")
-	w.check.listedDue(store.DueSweep, 3, now, []core.Record{w.shadow[1], w.shadow[2]})
+	w.check.listedDue(store.DueSweep, 3, now, true, []core.Record{w.shadow[1], w.shadow[2]})
 	expect(t, w, -1, "a listing of every due record")
 
 	// The reconciler's: an unknown record due exactly now, after one not
@@ -94,8 +94,44 @@ func TestDueListsEveryDueRecord(t *testing.T) {
 		return core.Record{Scope: reqs[i].key, Status: core.StatusUnknown, Token: core.Token(10 + i), Version: 3, ReconcileAfter: after}
 	}
 	w.shadow[0], w.shadow[1], w.shadow[2] = unknown(0, now.Add(1)), unknown(1, time.Time{}), unknown(2, now)
-	w.check.listedDue(store.DueReconcile, 10, now, nil)
+	w.check.listedDue(store.DueReconcile, 10, now, true, nil)
 	expect(t, w, invTime, "a reconciler's listing that leaves out a record due exactly now")
-	w.check.listedDue(store.DueReconcile, 10, now, []core.Record{w.shadow[2]})
+	w.check.listedDue(store.DueReconcile, 10, now, true, []core.Record{w.shadow[2]})
 	expect(t, w, -1, "a reconciler's listing of the one due record")
+}
+
+// TestDueListsOnlyDueRecordsInOrder: a Due listing holds only records due
+// by the store's now (a nanosecond early is not due), most overdue first,
+// and no more than its limit (invariant 10): the workers take what Due
+// gives, so a listing that breaks these makes them act out of the policy.
+func TestDueListsOnlyDueRecordsInOrder(t *testing.T) {
+	w, reqs := ruleWorld(t, 3)
+	now := epoch.Add(time.Hour)
+	settled := func(i int, expires time.Time) core.Record {
+		return core.Record{Scope: reqs[i].key, Status: core.StatusCompleted, Token: core.Token(10 + i), Version: 2, ExpiresAt: expires}
+	}
+	early, exact, overdue := settled(0, now.Add(1)), settled(1, now), settled(2, now.Add(-time.Second))
+	w.shadow[0], w.shadow[1], w.shadow[2] = early, exact, overdue
+	for _, c := range []struct {
+		what  string
+		limit int
+		recs  []core.Record
+		exact bool
+		bad   bool
+	}{
+		{"a record a nanosecond short of due", 3, []core.Record{overdue, exact, early}, true, true},
+		{"the same, on a live run's later reading", 3, []core.Record{overdue, exact, early}, false, true},
+		{"most overdue last", 3, []core.Record{exact, overdue}, true, true},
+		{"more records than the limit", 1, []core.Record{overdue, exact}, true, true},
+		{"an unknown record listed for a sweep", 3, []core.Record{{Scope: reqs[0].key, Status: core.StatusUnknown, Token: 9, Version: 3, ReconcileAfter: now}}, true, true},
+		{"the due records, most overdue first", 3, []core.Record{overdue, exact}, true, false},
+		{"the first at the limit", 1, []core.Record{overdue}, true, false},
+	} {
+		w.check.listedDue(store.DueSweep, c.limit, now, c.exact, c.recs)
+		want := -1
+		if c.bad {
+			want = invTime
+		}
+		expect(t, w, want, c.what)
+	}
 }

@@ -48,6 +48,10 @@ type attempt struct {
 	body    []byte   // the payload as this send wrote it
 	handled bool     // answered or timed out: its retry is decided
 	to      [2]int32 // the servers it was sent to
+	// gone: the client hung up on it (FaultDisconnect), and calls are
+	// the server calls it started, which hear so.
+	gone  bool
+	calls []*serverCall
 }
 
 // Kinds of attempt and request events.
@@ -58,6 +62,7 @@ const (
 	evServe1               // server to[1] takes it up
 	evRefused              // the client hears the server is down
 	evTimeout              // the client stops waiting for it
+	evHangUp               // the client hangs up on it (FaultDisconnect)
 	evRetry                // (request) time to send again
 	evArrival              // (client) time to start its next request
 )
@@ -73,6 +78,8 @@ func (att *attempt) handle(kind uint8) {
 		att.req.c.refused(att)
 	case evTimeout:
 		att.req.c.timeout(att)
+	case evHangUp:
+		att.req.c.hangUp(att)
 	}
 }
 
@@ -181,6 +188,24 @@ func (c *client) send(req *request) {
 		c.deliver(att, (first+1+w.rng.clients.IntN(len(w.servers)-1))%len(w.servers), evArrive1)
 	}
 	w.afterH(int64(w.cfg.ClientTimeout), att, evTimeout)
+	if w.fault(FaultDisconnect, w.rng.net) {
+		w.afterH(w.rng.net.Int64N(int64(w.cfg.ClientTimeout)), att, evHangUp)
+	}
+}
+
+// hangUp is the client closing the connection of att before its answer
+// came, at any step of its requests on the servers: they hear that their
+// context is done, and the client retries as after a timeout.
+func (c *client) hangUp(att *attempt) {
+	if att.handled || att.req.done {
+		return
+	}
+	att.gone = true
+	c.w.log(TraceEvent{Scope: att.req.scope, Actor: ActorClient, ActorID: c.id, What: WhatHangUp, Arg: int64(att.n)})
+	for _, call := range att.calls {
+		call.hangUp()
+	}
+	c.timeout(att)
 }
 
 func (c *client) timeout(att *attempt) {

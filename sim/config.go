@@ -26,7 +26,7 @@ const (
 	FaultStoreErrorAfter                   // a store write applies, then the caller hears an error
 	FaultStoreLatency                      // a store call takes 20 times longer
 	FaultPause                             // a server freezes for longer than the lease (a zombie owner)
-	FaultDisconnect                        // the client hangs up while the action runs: its context is cancelled
+	FaultDisconnect                        // the client hangs up before its answer came: its servers' contexts are done, at any step
 	FaultDuplicate                         // a client sends the same request to two servers at once
 	FaultKeyMisuse                         // a buggy client (a quarter of them) reuses a key for another payload
 	FaultGatewayOddAnswer                  // the gateway answers a 502 business answer, an empty body, or a large one
@@ -38,6 +38,8 @@ const (
 	FaultStoreTokenStale                   // a Load hands out the record's own token as fresh (a driver whose token sequence lags: restored, or not persisted)
 	FaultCompleteInDiffers                 // an action completes in its own transaction (Attempt.CompleteIn), then returns that response with a header value changed
 	FaultStoreRefuse                       // the store refuses, for good, every write of a response over 32 KiB (a column narrower than the policy's limit) until the faults stop
+	FaultActionPanic                       // the action panics after its gateway call answered: recorded unknown, then raised again
+	FaultActionDeaf                        // told its lease is lost, the action ignores its context and returns what its gateway call answers: a late owner
 	faultCount
 )
 
@@ -46,7 +48,7 @@ var faultNames = [faultCount]string{
 	"gateway_reject", "gateway_refuse", "gateway_slow", "store_error_before", "store_error_after",
 	"store_latency", "pause", "disconnect", "duplicate", "key_misuse", "gateway_odd_answer",
 	"gateway_stall", "heartbeat_stall", "check_bad", "store_clock_back", "bad_input",
-	"store_token_stale", "complete_in_differs", "store_refuse",
+	"store_token_stale", "complete_in_differs", "store_refuse", "action_panic", "action_deaf",
 }
 
 func (f Fault) String() string {
@@ -347,7 +349,12 @@ type reconcileWorld struct {
 	// given up to an operator leaves its clients without an answer, which
 	// a run may show now and then, not in every seed.
 	ledgerLag time.Duration
-	rng       *rand.Rand // the stream of the Checks' slowness
+	// sweepEvery is how often the sweeper runs: the config's, or on some
+	// seeds five times as seldom (a batch job, or its one instance down),
+	// so that leases run out and records stay in_progress for seconds, and
+	// late owners write to them before any sweep marked them unknown.
+	sweepEvery time.Duration
+	rng        *rand.Rand // the stream of the Checks' slowness
 }
 
 // slowCheck is how often a reconciler's Check is slow, and how slow.
@@ -358,7 +365,7 @@ type slowCheck struct {
 
 // drawReconcileWorld draws the reconcilers' world of seed from a stream
 // of its own, so that it changes no other component's draws.
-func drawReconcileWorld(seed uint64, p *core.Policy) reconcileWorld {
+func drawReconcileWorld(seed uint64, p *core.Policy, sweepEvery time.Duration) reconcileWorld {
 	component := uint64(0x7ec0) // a sub-seed no other stream uses
 	r := rand.New(rand.NewPCG(splitmix(seed^component*0x9e3779b97f4a7c15), splitmix(seed+component)))
 	rw := reconcileWorld{reconcilers: 1 + r.IntN(2), rng: r}
@@ -368,6 +375,7 @@ func drawReconcileWorld(seed uint64, p *core.Policy) reconcileWorld {
 	if p.ReconcileAttemptsMax < 20 {
 		rw.reconcilers, rw.ledgerLag = 1, 0
 	}
+	rw.sweepEvery = sweepEvery * time.Duration([]int{1, 1, 1, 5}[r.IntN(4)])
 	return rw
 }
 

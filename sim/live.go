@@ -83,6 +83,7 @@ func newLive(cfg Config) *live {
 	w.policy = scaledPolicy(w.policy, LiveScale)
 	w.cfg.Lifecycle, w.report.Config.Lifecycle = w.policy, w.policy
 	w.mem = memstore.New(memstore.Options{Clock: l.now, Shards: 8})
+	w.liveClock = l.now
 	w.store = &faultyStore{w: w, inner: w.mem}
 	l.w = w
 	l.metrics = &lockedMetrics{l: l}

@@ -16,6 +16,7 @@ var (
 	errGatewayRefused = errors.New("sim: gateway refused the connection")
 	errTxFailed       = errors.New("sim: the action's transaction (its completion) failed")
 	errDeadlinePassed = errors.New("sim: gateway refused: deadline passed")
+	errHandlerPanic   = errors.New("sim: the handler panicked after its gateway call")
 )
 
 // server is one API server. A crash bumps its epoch: every event scheduled
@@ -26,7 +27,8 @@ type server struct {
 	id          int32
 	alive       bool
 	epoch       int
-	pausedUntil int64
+	pausedFrom  int64 // the last pause: from when
+	pausedUntil int64 // to when (a later time than now: paused)
 	quietUntil  int64 // no crash before this: a cluster that is mostly down tests little
 }
 
@@ -69,9 +71,13 @@ func (s *server) crashes(scope int32) bool {
 func (s *server) pause(scope int32) {
 	lease := int64(s.w.policy.LeaseDuration)
 	d := lease + lease/2 + s.w.rng.servers.Int64N(lease*3/2)
-	s.pausedUntil = s.w.now + d
+	s.pausedFrom, s.pausedUntil = s.w.now, s.w.now+d
 	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
 }
+
+// pausedOver reports whether the server's last pause overlapped the
+// virtual interval from..to: its timers could not fire in time.
+func (s *server) pausedOver(from, to int64) bool { return s.pausedUntil > from && s.pausedFrom < to }
 
 // pauseLong freezes the server for a lease or, half the time, for as long
 // as a record takes to expire and be removed (a lease, the TTL, the
@@ -86,7 +92,7 @@ func (s *server) pauseLong(scope int32) {
 		return
 	}
 	d := int64(life) + s.w.rng.servers.Int64N(int64(2*time.Second))
-	s.pausedUntil = s.w.now + d
+	s.pausedFrom, s.pausedUntil = s.w.now, s.w.now+d
 	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
 }
 
@@ -143,6 +149,7 @@ func (s *server) serve(att *attempt) {
 		return
 	}
 	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: call}
+	att.calls = append(att.calls, c)
 	c.advance()
 }
 
@@ -156,9 +163,23 @@ type serverCall struct {
 	call   *idem.Flow
 	token  core.Token // the attempt's own token, once granted
 	hbStop bool
-	main   opRun  // every apply of the call, one at a time
-	hb     *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
-	tx     *opRun // the action's own completion in its transaction (FaultCompleteInDiffers)
+	// The attempt's lease, kept as Do's heart keeps it (idem.Lease), on
+	// virtual time: sentAt is when main's last apply was sent (a lease it
+	// grants starts there), beatSent and beatTimeout the heartbeat's under
+	// way, tellArmed whether a check of the lease's TellBy is scheduled.
+	lease       idem.Lease
+	sentAt      int64
+	beatSent    int64
+	beatTimeout int64
+	tellArmed   bool
+	waiting     *waiter   // the in-flight wait under way, if any
+	watch       flowWatch // what the checker notes (check_flow.go)
+	// detached: the apply under way is the attempt's outcome
+	// (Effect.Detached), which the client's hanging up does not stop.
+	detached bool
+	main     opRun  // every apply of the call, one at a time
+	hb       *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
+	tx       *opRun // the action's own completion in its transaction (FaultCompleteInDiffers)
 	// diverged: the action returned another response than the completion
 	// it wrote in its own transaction (a caller that breaks CompleteIn's
 	// contract): its Complete must be refused and Recorded false, and its
@@ -175,19 +196,46 @@ type serverCall struct {
 	buf core.Response
 }
 
+// advance performs the Flow's next effect, as Executor.Do does: each
+// apply on the client's context unless the Flow says it is the detached
+// outcome, the action with the attempt's lease beside it, the wait, and the
+// answer.
 func (c *serverCall) advance() {
 	switch eff := c.call.Next(); eff.Kind {
 	case idem.EffectApply:
+		if !eff.Detached && c.att.gone {
+			c.call.Gone(context.Canceled) // the client hung up: its context is done
+			c.advance()
+			return
+		}
+		c.detached = eff.Detached
+		c.s.w.check.flowEffect(c, eff) // check_flow.go
+		c.main.held = eff.Held
+		c.sentAt = c.s.w.now
 		c.apply(eff.Event)
 	case idem.EffectRun:
 		c.token = eff.Attempt.Token
 		if c.s.crashes(c.scope) { // after reserve, before the side effect
 			return
 		}
+		c.lease = c.call.Lease(hostTime(c.sentAt))
+		c.s.w.check.leaseKept(c) // check_flow.go
 		c.runAction(eff.Attempt)
 	case idem.EffectWait:
+		if c.att.gone {
+			c.call.Gone(context.Canceled)
+			c.advance()
+			return
+		}
 		c.wait(eff)
 	case idem.EffectDone:
+		c.s.w.check.flowDone(c, eff) // check_flow.go
+		if eff.Panic != nil {
+			// Raised again once recorded: the server's handler dies with it,
+			// and the client's connection drops without an answer.
+			c.s.w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatPanic, Token: c.token})
+			return
+		}
 		if c.s.crashes(c.scope) { // after complete, before the response
 			return
 		}
@@ -212,6 +260,7 @@ func (c *serverCall) run(r *opRun, kind uint8, ev core.Event) {
 // the fast path there is one, Apply.
 type opRun struct {
 	op      store.Op
+	held    *core.Record  // the record the attempt's reserve left (Effect.Held), for its outcome
 	applied store.Applied // what the fast path did
 	err     error         // the fast path's error
 	done    bool          // the fast path's one call was made
@@ -236,6 +285,7 @@ const (
 	evActionDone                   // the server goes on with it
 	evOpResume                     // the call's next store call, after a pause between two
 	evTxStep                       // the store's answer to the action's own completion (FaultCompleteInDiffers)
+	evLeaseTell                    // the lease's TellBy: tell the action if no beat extended it
 )
 
 func (c *serverCall) handle(kind uint8) {
@@ -250,6 +300,8 @@ func (c *serverCall) handle(kind uint8) {
 		c.s.w.opCall(c, &c.main, evOpStep)
 	case evTxStep:
 		c.s.w.opAnswer(c, c.tx, evTxStep)
+	case evLeaseTell:
+		c.tellIfLost()
 	default:
 		c.actionStep(kind)
 	}
@@ -276,7 +328,11 @@ func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
 	lat := w.storeLatency()
 	r.meta.returnAt = w.now + lat
 	if r.fast {
-		r.err = store.Apply(context.Background(), r.st, w.scopes[r.meta.scope], r.ev, &w.policy, &r.applied)
+		if r.held != nil {
+			r.err = store.ApplyHeld(context.Background(), r.st, r.held, r.ev, &w.policy, &r.applied)
+		} else {
+			r.err = store.Apply(context.Background(), r.st, w.scopes[r.meta.scope], r.ev, &w.policy, &r.applied)
+		}
 		r.done = true
 	} else {
 		r.op.Do(context.Background(), r.st)
@@ -319,11 +375,29 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	} else {
 		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatDecision, Token: a.Transition.Decision.Token, Arg: int64(a.Transition.Decision.Kind), Arg2: int64(m.event)})
 	}
-	if kind == evHbStep {
+	switch {
+	case kind == evHbStep:
 		c.beaten(a, err)
-	} else {
+	case err != nil && !c.detached && c.att.gone:
+		c.call.Gone(context.Canceled) // as Do: the call failed and the client had hung up
+		c.advance()
+	default:
+		w.check.flowHeard(c, m.event, c.sentAt, a, err) // check_flow.go
 		c.call.ApplyDone(a, err)
 		c.advance()
+	}
+}
+
+// hangUp hears that the call's client hung up (FaultDisconnect): the
+// request's context is done. A running action is cancelled, a wait ends
+// (the Flow is told Gone), and every apply not detached from the client
+// is not made (advance); the answer is sent to nobody (reply).
+func (c *serverCall) hangUp() {
+	switch {
+	case c.waiting != nil:
+		c.waiting.wake()
+	case c.attempt.Token != 0 && !c.actionDone:
+		c.s.runEvent(event{h: c, kind: evActionCancelled, srv: c.s, epoch: c.epoch})
 	}
 }
 
@@ -336,7 +410,8 @@ func (c *serverCall) runAction(at idem.Attempt) {
 	c.attempt = at
 	w.check.gatewayCall(c.scope, at.Token)
 	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: at.Token})
-	c.heartbeat()
+	c.heartbeat(c.lease.Interval())
+	c.armTell()
 	if w.fault(FaultGatewayRefuse, w.rng.gateway) {
 		w.afterOnH(s, c.epoch, w.netLatency(), c, evActionRefused)
 		return
@@ -364,10 +439,6 @@ func (c *serverCall) actionStep(kind uint8) {
 			timeout = longActionTimeout * int64(w.policy.LeaseDuration)
 		}
 		w.afterOnH(s, c.epoch, timeout, c, evActionTimeout)
-		if w.fault(FaultDisconnect, w.rng.net) {
-			// The client hangs up; the handler's context is cancelled mid-call.
-			w.afterOnH(s, c.epoch, w.rng.net.Int64N(int64(w.cfg.GatewayTimeout)), c, evActionCancelled)
-		}
 		if w.fault(FaultGatewayTimeoutBefore, w.rng.gateway) {
 			w.log(TraceEvent{Scope: c.scope, Actor: ActorGateway, What: WhatLost, Arg: 2})
 			return
@@ -456,8 +527,14 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 	}
 	c.actionDone = true
 	c.hbStop = true
+	if how == actionCompleted && w.fault(FaultActionPanic, w.rng.servers) {
+		// The handler panics after its gateway call answered: what it did
+		// is not known, and the panic is the Flow's to record.
+		resp, err, how = core.Response{}, &idem.PanicError{Value: errHandlerPanic}, actionPanicked
+	}
 	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatActionEnded, Token: c.attempt.Token, Arg: how})
-	if s.crashes(c.scope) { // after the side effect, before complete
+	w.check.actionEnded(c, how) // check_flow.go
+	if s.crashes(c.scope) {     // after the side effect, before complete
 		return
 	}
 	c.call.RunDone(resp, w.actionError(err, how))
@@ -468,49 +545,107 @@ const (
 	actionCompleted int64 = iota
 	actionNotExecuted
 	actionUnknown
+	actionPanicked
 )
 
-// heartbeat extends the attempt's lease every third of it until the action ends.
-func (c *serverCall) heartbeat() {
+// heartbeat schedules the attempt's next beat d from now, as Do's heart
+// does, unless FaultHeartbeatStall holds it back by a lease or two (a beat
+// stuck behind a starved process, or a store call that hangs): the lease's
+// TellBy must then tell the action, before the lease ends, whatever the
+// beats do.
+func (c *serverCall) heartbeat(d time.Duration) {
 	w := c.s.w
-	d := int64(w.policy.LeaseDuration / 3)
 	if w.fault(FaultHeartbeatStall, w.rng.servers) {
-		// The heartbeat stalls past the lease while the gateway call is in
-		// flight: the sweeper may take the attempt over, and the next beat
-		// must tell the action its lease is lost.
 		lease := int64(w.policy.LeaseDuration)
-		d = lease + w.rng.servers.Int64N(lease)
-		w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStall, Token: c.token, Arg: d})
+		d += time.Duration(lease + w.rng.servers.Int64N(lease))
+		w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStall, Token: c.token, Arg: int64(d)})
 	}
-	w.afterOnH(c.s, c.epoch, d, c, evHbTick)
+	w.afterOnH(c.s, c.epoch, int64(d), c, evHbTick)
+}
+
+// armTell schedules a look at the lease at its TellBy, unless one is
+// scheduled: it schedules the next itself when a beat moved TellBy on.
+func (c *serverCall) armTell() {
+	if c.tellArmed {
+		return
+	}
+	c.tellArmed = true
+	w := c.s.w
+	w.afterOnH(c.s, c.epoch, max(c.lease.TellBy().Sub(hostTime(w.now)), 0).Nanoseconds(), c, evLeaseTell)
+}
+
+// tellIfLost is the lease's timer: the action is told when its lease is
+// lost, else the timer waits for the lease's new TellBy.
+func (c *serverCall) tellIfLost() {
+	c.tellArmed = false
+	if c.hbStop {
+		return
+	}
+	if cause, lost := c.lease.Lost(hostTime(c.s.w.now)); lost {
+		c.leaseLost(cause)
+		return
+	}
+	c.armTell()
+}
+
+// leaseLost tells the action, which stops waiting for the gateway and
+// reports that it may have executed (cause, as context.Cause would give
+// it), as the executor cancels the action's context.
+func (c *serverCall) leaseLost(cause error) {
+	w := c.s.w
+	c.hbStop = true
+	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatLeaseLost, Token: c.token})
+	w.check.told(c) // check_flow.go
+	if w.rates[FaultActionDeaf] > 0 && w.rng.servers.IntN(2) == 0 {
+		// On the seeds that draw deaf actions, half of them do not look at
+		// their context (a lease is lost too seldom for a fault's rate to
+		// reach it): the action goes on, and returns
+		// what its gateway call answers, as a late owner (its completion or
+		// failure must be refused as stale once the key moved on).
+		return
+	}
+	c.finishAction(core.Response{}, cause, actionUnknown)
 }
 
 func (c *serverCall) beat() {
 	if c.hbStop {
 		return
 	}
-	c.s.w.check.acts(c.scope, c.token, "heartbeat")
+	w := c.s.w
+	w.check.acts(c.scope, c.token, "heartbeat")
 	if c.hb == nil {
 		c.hb = new(opRun)
 	}
-	c.run(c.hb, evHbStep, c.call.HeartbeatEvent())
+	c.beatSent = w.now
+	c.beatTimeout = c.lease.BeatTimeout(hostTime(w.now)).Nanoseconds()
+	c.run(c.hb, evHbStep, c.lease.Event())
 }
 
-// beaten hears how a heartbeat went: the next one is due unless the lease
-// could not be extended.
+// beaten hears how a heartbeat went. An answer later than the beat's
+// timeout is the timeout's error (Do's heart gave up on the call, whatever
+// it did). The next beat is due unless the lease is lost.
 func (c *serverCall) beaten(a *store.Applied, err error) {
-	c.s.w.check.beaten(c.scope, c.token, a, err)
-	if !c.call.HeartbeatDone(a, err) {
-		// The lease is lost: as the executor cancels the action's context
-		// (cause idem.ErrLeaseLost), the action stops waiting for the
-		// gateway and reports that it may have executed.
-		c.hbStop = true
-		c.s.w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatLeaseLost, Token: c.token})
-		c.finishAction(core.Response{}, idem.ErrLeaseLost, actionUnknown)
+	w := c.s.w
+	if c.hbStop {
 		return
 	}
-	c.heartbeat()
+	w.check.beaten(c.scope, c.token, a, err)
+	if w.now-c.beatSent > c.beatTimeout {
+		err = context.DeadlineExceeded
+	}
+	now := hostTime(w.now)
+	next := c.lease.BeatDone(hostTime(c.beatSent), now, a, err)
+	w.check.flowBeat(c, c.beatSent, a, err) // check_flow.go
+	if cause, lost := c.lease.Lost(now); lost {
+		c.leaseLost(cause)
+		return
+	}
+	c.heartbeat(next)
 }
+
+// hostTime is the virtual instant t on a server's clock (the servers' clocks
+// are the world's; the store's has its own grain and steps, clock.go).
+func hostTime(t int64) time.Time { return epoch.Add(time.Duration(t)) }
 
 // answer is what a client hears back.
 type answer struct {
@@ -541,7 +676,9 @@ func (c *serverCall) reply() {
 	c.s.w.check.inFlightAnswer(c.scope, err) // check_live.go
 	a := toAnswer(res, err)
 	a.diverged = c.diverged && err == nil && res.Kind == idem.ResultExecuted
-	c.s.w.sendAnswer(c.s, c.att, a)
+	if !c.att.gone { // else its client hung up: nobody hears it
+		c.s.w.sendAnswer(c.s, c.att, a)
+	}
 	reuseBuffer(&c.buf)
 	if err == nil && res.Kind == idem.ResultReplayed {
 		// The Result is the server's to keep: it edits a replay in place

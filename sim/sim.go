@@ -41,6 +41,9 @@ type world struct {
 	// the checker watching each transition (observeStep).
 	step       core.StepFunc
 	storeClock storeClock // the store's clock: its grain and how far it is behind the world's
+	// liveClock is the store's clock in a live run (RunLive), real time;
+	// nil on virtual time.
+	liveClock func() time.Time
 	// shadow is every scope's record as the store's applied writes left it:
 	// the checkers read it, so that watching the store never changes it (a
 	// Load would hand out a fresh token).
@@ -178,7 +181,7 @@ func (w *world) start() {
 	w.scheduleAll(ats, arrivals)
 	w.after(int64(w.cfg.Arrival), w.heal)
 	w.after(int64(w.cfg.ReconcileEvery), w.reconcileActor.tick)
-	w.after(int64(w.cfg.SweepEvery), w.sweepActor.tick)
+	w.after(w.sweepActor.every, w.sweepActor.tick)
 }
 
 // convergeBound is how long after healing the run waits for convergence:

@@ -207,7 +207,14 @@ func (c callerStore) Due(ctx context.Context, kind store.DueKind, limit int) ([]
 		c.s.w.check.life.due(kind, &recs[i])
 	}
 	if err == nil {
-		c.s.w.check.listedDue(kind, limit, epoch.Add(time.Duration(c.s.w.storeClock.last)), recs)
+		// The store's time of the listing: exact on virtual time; in a
+		// live run, a reading taken after it (no record listed can be due
+		// later than that, but one may have become due since).
+		now, exact := epoch.Add(time.Duration(c.s.w.storeClock.last)), true
+		if c.s.w.liveClock != nil {
+			now, exact = c.s.w.liveClock(), false
+		}
+		c.s.w.check.listedDue(kind, limit, now, exact, recs)
 	}
 	return recs, err
 }

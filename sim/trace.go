@@ -44,7 +44,7 @@ const (
 	WhatDecline                  // gateway: declined the card
 	WhatDeadline                 // gateway: refused a request that arrived after its deadline
 	WhatGatewayCall              // server: calls the gateway for attempt Token
-	WhatActionEnded              // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown)
+	WhatActionEnded              // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown, 3 panicked)
 	WhatCrash                    // server crashed
 	WhatRestart                  // server restarted
 	WhatPause                    // server paused for Arg ns
@@ -54,13 +54,15 @@ const (
 	WhatLeaseLost                // server: a heartbeat found the lease lost; the action is cancelled
 	WhatCheck                    // reconciler: its look at the ledger went wrong (Arg: how)
 	WhatStoreRefused             // store: refused a write for good (Arg: the response's body bytes)
+	WhatHangUp                   // client hangs up on attempt Arg (its servers' contexts are done)
+	WhatPanic                    // server: the action panicked; the Flow raises it again once recorded
 	whatCount
 )
 
 var whatNames = [whatCount]string{
 	"send", "lost", "answer", "done", "refused", "timeout", "decision", "store_error", "write", "fault_after_write",
 	"charge", "decline", "deadline", "gateway_call", "action_ended", "crash", "restart", "pause", "reply", "heal",
-	"stall", "lease_lost", "check_bad", "store_refused",
+	"stall", "lease_lost", "check_bad", "store_refused", "hang_up", "panic",
 }
 
 func (w What) String() string {
@@ -120,7 +122,7 @@ func (e *TraceEvent) Text() string {
 	case WhatGatewayCall:
 		b.WriteString("calls the gateway")
 	case WhatActionEnded:
-		fmt.Fprintf(&b, "action ended: %s", [...]string{"completed", "not executed", "unknown"}[e.Arg])
+		fmt.Fprintf(&b, "action ended: %s", [...]string{"completed", "not executed", "unknown", "panicked"}[e.Arg])
 	case WhatCrash:
 		b.WriteString("crashes")
 	case WhatRestart:
@@ -134,7 +136,11 @@ func (e *TraceEvent) Text() string {
 	case WhatStall:
 		fmt.Fprintf(&b, "stalls for %v", time.Duration(e.Arg))
 	case WhatLeaseLost:
-		b.WriteString("heartbeat: lease lost, action cancelled")
+		b.WriteString("lease lost, action cancelled")
+	case WhatHangUp:
+		fmt.Fprintf(&b, "hangs up on attempt %d", e.Arg)
+	case WhatPanic:
+		b.WriteString("action panicked")
 	case WhatCheck:
 		fmt.Fprintf(&b, "check goes wrong: %s", checkBadNames[e.Arg])
 	case WhatStoreRefused:

@@ -69,13 +69,21 @@ func (wt *waiter) woken() bool {
 	}
 }
 
-func (c *serverCall) wait(eff idem.Effect) {
+func (c *serverCall) wait(eff *idem.Effect) {
 	w := c.s.w
 	start := w.now
 	wt := &waiter{call: c, status: w.shadow[c.scope].Status}
+	c.waiting = wt
+	w.check.flowWait(c, eff) // check_flow.go
 	wt.fn = func() {
 		c.s.run(c.epoch, func() {
-			c.call.WaitDone(timeSince(w.now, start))
+			c.waiting = nil
+			w.check.flowWaited(c, start) // check_flow.go
+			if c.att.gone {              // the client hung up: Do's wait ends on its context
+				c.call.Gone(context.Canceled)
+			} else {
+				c.call.WaitDone(timeSince(w.now, start))
+			}
 			c.advance()
 		})
 	}

@@ -198,14 +198,14 @@ func (c coStore) apply(next store.ApplyFunc) store.ApplyFunc {
 func (w *world) newWorkerActors() {
 	w.sweepMeta = opMeta{actor: ActorSweeper, scope: -1}
 	w.reconcileMeta = opMeta{actor: ActorReconciler, scope: -1}
-	sweep := &workerActor{w: w, meta: &w.sweepMeta, every: int64(w.cfg.SweepEvery), after: func() bool { return true }}
+	ledger := drawReconcileWorld(w.cfg.Seed, &w.policy, w.cfg.SweepEvery)
+	sweep := &workerActor{w: w, meta: &w.sweepMeta, every: int64(ledger.sweepEvery), after: func() bool { return true }}
 	sweeper, err := w.actorExecutor(sweep).Sweeper(idem.WithBatchSize(50))
 	if err != nil {
 		panic(err) // unreachable: the batch size is positive
 	}
 	sweep.run = sweeper.RunOnce
 	w.sweepActor = sweep
-	ledger := drawReconcileWorld(w.cfg.Seed, &w.policy)
 	w.reconcileActor = w.reconcilerActor(&w.reconcileMeta, &ledger, w.afterReconcile)
 	if ledger.reconcilers > 1 {
 		// The second one only works: the first ends the run once it settled.
