@@ -308,7 +308,7 @@ func (c *checker) linearizable(h []linearizability.StoreOperation, life []linear
 		detail += ": " + res.Err.Error()
 	}
 	if len(res.Offending) > 0 {
-		scope = c.w.scopeIdx[res.Offending[0].Scope]
+		scope = c.w.scopeNumber(res.Offending[0].Scope)
 	}
 	if res.Explanation != "" {
 		detail += "\n" + res.Explanation

@@ -121,7 +121,7 @@ func (l *lifeChecker) givenUp(scope int32, rec *core.Record) bool {
 // store gives back exactly what was last written.
 func (l *lifeChecker) loaded(how string, rec *core.Record) {
 	w := l.w
-	scope, ok := w.scopeIdx[rec.Scope]
+	scope, ok := w.scopeIndex(rec.Scope)
 	if !ok || w.stopped {
 		return
 	}
@@ -136,7 +136,7 @@ func (l *lifeChecker) loaded(how string, rec *core.Record) {
 // up to an operator is never listed again).
 func (l *lifeChecker) due(kind store.DueKind, rec *core.Record) {
 	w := l.w
-	scope, ok := w.scopeIdx[rec.Scope]
+	scope, ok := w.scopeIndex(rec.Scope)
 	if !ok || w.stopped {
 		return
 	}

@@ -40,7 +40,7 @@ func due(now, t time.Time) bool { return !now.Before(t) }
 func (c *checker) stepped(before *core.Record, ev *core.Event, p *core.Policy, after *core.Record, d core.DecisionKind) {
 	now := ev.Now
 	scope := int32(-1)
-	if i, ok := c.w.scopeIdx[before.Scope]; ok {
+	if i, ok := c.w.scopeIndex(before.Scope); ok {
 		scope = i
 	}
 	c.owned(scope, before, ev, d)
@@ -127,7 +127,7 @@ func (c *checker) listedDue(kind store.DueKind, limit int, now time.Time, exact 
 	var prev time.Time
 	for i := range recs {
 		at, ok := dueAt(kind, &recs[i])
-		scope := c.w.scopeIdx[recs[i].Scope]
+		scope := c.w.scopeNumber(recs[i].Scope)
 		switch {
 		case !ok || !due(now, at):
 			c.fail(invTime, scope, "Due(%v) at %v listed a %v record that is not due (due at %v)", kind, now, recs[i].Status, at)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/fingerprint"
 )
 
 // client sends payment requests, times out, retries with backoff and
@@ -33,7 +34,15 @@ type request struct {
 	long    bool             // a long action: the gateway takes leases over it (longActionShares)
 	// badKey, if set, is the key as the client writes it in its header
 	// (FaultBadInput): with a space at an end, or spaces only.
-	badKey    string
+	badKey string
+	sent   []byte // the payload as the last send wrote it
+	// sentFP and sentErr are sent's fingerprint by sentSpec, once a server
+	// took it: a duplicate send, and a retry that sends the same bytes,
+	// carry them again, and the fingerprint is a function of the bytes
+	// (package fingerprint is pure), so it is taken once a rendering.
+	sentFP    core.Fingerprint
+	sentErr   error
+	sentSpec  *fingerprint.Spec
 	start     int64
 	attempts  int
 	done      bool
@@ -181,7 +190,14 @@ func (c *client) send(req *request) {
 	if req.attempts == 1 && w.fault(FaultBadInput, w.rng.clients) {
 		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(3))
 	}
-	att.body = render(make([]byte, 0, 384), &req.body, w.now, w.rng.render) // room for the longest payload: one allocation
+	if req.sent == nil || w.rng.render.IntN(2) == 0 {
+		// A client writes its payload anew (members in another order, other
+		// white space, a new timestamp), or, half the time on a retry, sends
+		// the bytes it sent before, as most clients do.
+		req.sent = render(make([]byte, 0, 384), &req.body, w.now, w.rng.render) // room for the longest payload: one allocation
+		req.sentSpec = nil
+	}
+	att.body = req.sent
 	first := w.rng.clients.IntN(len(w.servers))
 	c.deliver(att, first, evArrive0)
 	if len(w.servers) > 1 && w.fault(FaultDuplicate, w.rng.clients) {
@@ -271,4 +287,18 @@ func (c *client) receive(att *attempt, a answer) {
 	}
 	att.handled = true
 	c.retry(req, a.retryAfter)
+}
+
+// fingerprint is the fingerprint of att's body by spec, taken once a
+// rendering of its request.
+func (att *attempt) fingerprint(spec *fingerprint.Spec) (core.Fingerprint, error) {
+	r := att.req
+	if len(att.body) == 0 || len(r.sent) == 0 || &att.body[0] != &r.sent[0] {
+		return spec.Of(att.body) // an earlier rendering
+	}
+	if r.sentSpec != spec {
+		r.sentFP, r.sentErr = spec.Of(att.body)
+		r.sentSpec = spec
+	}
+	return r.sentFP, r.sentErr
 }

@@ -126,7 +126,7 @@ func (s *server) serve(att *attempt) {
 	if w.plant.fingerprintOneUseCase {
 		useCase = 0
 	}
-	fp, err := w.payloads.specs[useCase][att.req.version].Of(att.body)
+	fp, err := att.fingerprint(w.payloads.specs[useCase][att.req.version])
 	if err != nil {
 		w.check.fingerprintRefused(att, err)
 		return
@@ -139,7 +139,8 @@ func (s *server) serve(att *attempt) {
 	if att.req.badKey != "" {
 		key.Key = att.req.badKey
 	}
-	call, err := w.ex.Begin(idem.Request{Scope: key, Fingerprint: fp})
+	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope}
+	err = w.ex.BeginIn(&c.flow, idem.Request{Scope: key, Fingerprint: fp})
 	w.check.begun(att.req, key.Key, err)
 	if err != nil {
 		// Bad input: refused for good, and the client does not send it again.
@@ -148,14 +149,15 @@ func (s *server) serve(att *attempt) {
 		w.sendAnswer(s, att, a)
 		return
 	}
-	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: call}
+	c.call = &c.flow
 	att.calls = append(att.calls, c)
 	c.advance()
 }
 
-// serverCall hosts one request's idem.Call on a server: it performs each
+// serverCall hosts one request's idem.Flow on a server: it performs each
 // effect with latency and faults, on virtual time.
 type serverCall struct {
+	flow   idem.Flow // the request's, made in place: one allocation a call
 	s      *server
 	epoch  int
 	att    *attempt

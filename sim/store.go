@@ -250,7 +250,7 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			return err
 		}
 		c.meta.now = out.Now
-		i, known := w.scopeIdx[scope]
+		i, known := w.scopeIndex(scope)
 		if known {
 			w.check.life.decided(i, &w.shadow[i], &ev, out)
 		}
@@ -285,7 +285,7 @@ func storesResponse(ev *core.Event) bool {
 // turn, so the checker hears of this write first.)
 func (c callerStore) applied(rec *core.Record, kind core.WriteKind, expect core.Write, ev *core.Event) {
 	w := c.s.w
-	if scope, ok := w.scopeIdx[rec.Scope]; ok {
+	if scope, ok := w.scopeIndex(rec.Scope); ok {
 		after := rec
 		if kind == core.WriteDelete {
 			after = &core.Record{Scope: rec.Scope}

@@ -273,7 +273,7 @@ func (w *world) checkAs(a *workerActor) idem.Check {
 // that cannot be stored (no verdict, or an outcome that is not the
 // ledger's).
 func (w *world) findingSeen(rec *idem.Record, f idem.Finding, err error) findingSeen {
-	scope, ok := w.scopeIdx[rec.Scope]
+	scope, ok := w.scopeIndex(rec.Scope)
 	fs := findingSeen{set: ok, scope: scope, token: rec.Token, verdict: core.VerdictStillUnknown}
 	switch {
 	case err != nil:
