@@ -36,22 +36,37 @@ import (
 // flowWatch is what the checker notes of one server call. Only the
 // checker's methods (this file) write it.
 type flowWatch struct {
-	inFlight    bool      // an in-flight answer was heard
-	inFlightNow time.Time // the store's time of the first
-	lastNow     time.Time // the store's time of the latest reserve answer
-	waited      int64     // virtual time spent in the waits the host performed
+	inFlight bool // an in-flight answer was heard
+	// reserveRefused: the store refused the reserve for good.
+	reserveRefused bool
+	inFlightNow    time.Time // the store's time of the first
+	lastNow        time.Time // the store's time of the latest reserve answer
+	waited         int64     // virtual time spent in the waits the host performed
 
-	ended       int64          // how the action ended, plus one (0: it has not)
-	outcome     core.EventKind // the first event applied once the action ended (0: none yet)
-	leaseEnd    int64          // the lease as the host reckons it (virtual), once granted
-	lostByBeat  bool           // a heartbeat found the record no longer the attempt's
-	told        bool           // the action was told its lease is lost
+	ended   int64          // how the action ended, plus one (0: it has not)
+	outcome core.EventKind // the first event applied once the action ended (0: none yet)
+	code    string         // the error code the action gave with "not executed"
+	// refused: the last outcome applied was refused for good (by the core
+	// or the store), and the next apply must hand the key to the
+	// reconciler.
+	refused     core.EventKind
+	leaseEnd    int64 // the lease as the host reckons it (virtual), once granted
+	lostByBeat  bool  // a heartbeat found the record no longer the attempt's
+	told        bool  // the action was told its lease is lost
 	leaseMargin int64
 }
 
 // flowEffect hears the host start an EffectApply of c's Flow.
 func (c *checker) flowEffect(call *serverCall, eff *idem.Effect) {
 	fw := &call.watch
+	if fw.refused != 0 {
+		if eff.Event.Kind != core.EventMarkUnknown || eff.Event.Token != call.token {
+			c.failAs(invExecutor, call.scope, "attempt %d's %v was refused for good, and its Flow then applied %v, not a MarkUnknown that hands the key to the reconciler",
+				call.token, fw.refused, eff.Event.Kind)
+		}
+		fw.refused = 0
+		return
+	}
 	if fw.ended == 0 || fw.outcome != 0 {
 		return
 	}
@@ -71,15 +86,43 @@ func (c *checker) flowEffect(call *serverCall, eff *idem.Effect) {
 		c.failAs(invExecutor, call.scope, "attempt %d's outcome was applied with token %d", call.token, eff.Event.Token)
 	case !eff.Detached:
 		c.failAs(invExecutor, call.scope, "attempt %d's outcome (%v) was to be applied on its client's context: a client that hangs up would stop it", call.token, eff.Event.Kind)
+	case want == core.EventFail && eff.Event.ErrorCode != codeKept(fw.code):
+		c.failAs(invExecutor, call.scope, "attempt %d did not execute, with the code %q, and its Fail carries %q (want %q: the code, or the default where it is not a token of 1 to 64 bytes)",
+			call.token, fw.code, eff.Event.ErrorCode, codeKept(fw.code))
 	}
 }
 
-// flowHeard hears the answer to an apply of c's Flow, sent at sent.
+// codeKept is the error code a Fail carries for an action that gave code:
+// the code itself when it is an RFC 9110 token of at most 64 bytes (the
+// checker's own reading of the rule), else none (the core's default).
+func codeKept(code string) string {
+	if !codeTakeable(code) {
+		return ""
+	}
+	return code
+}
+
+// flowHeard hears the answer to an apply of c's Flow, sent at sent. An
+// outcome refused for good must be followed by a MarkUnknown; the Flow
+// never asks the core for a Fail or a MarkUnknown the core refuses.
 func (c *checker) flowHeard(call *serverCall, ev core.EventKind, sent int64, a *store.Applied, err error) {
-	if err != nil || ev != core.EventReserve {
+	if ev != core.EventReserve {
+		coreRefused := err != nil && store.Refused(err)
+		switch {
+		case coreRefused && (ev == core.EventFail || ev == core.EventMarkUnknown):
+			c.failAs(invExecutor, call.scope, "attempt %d's %v was refused by the core: %v", call.token, ev, err)
+		case coreRefused || errors.Is(err, store.ErrRefused):
+			if ev == core.EventComplete || ev == core.EventFail {
+				call.watch.refused = ev
+			}
+		}
 		return
 	}
 	fw := &call.watch
+	if err != nil {
+		fw.reserveRefused = errors.Is(err, store.ErrRefused)
+		return
+	}
 	fw.lastNow = a.Now
 	switch a.Transition.Decision.Kind {
 	case core.DecisionInFlight:
@@ -183,8 +226,15 @@ func (c *checker) flowDone(call *serverCall, eff *idem.Effect) {
 	case !panicked && eff.Panic != nil:
 		c.failAs(invExecutor, call.scope, "a Flow raised a panic (%v) its action did not", eff.Panic)
 	}
+	if fw.refused != 0 {
+		c.failAs(invExecutor, call.scope, "attempt %d's %v was refused for good, and its Flow ended without handing the key to the reconciler", call.token, fw.refused)
+	}
 	_, err := call.call.Result()
 	var e *idem.Error
+	if fw.reserveRefused && (!errors.As(err, &e) || e.Code != idem.CodeStoreRefused) {
+		c.failAs(invExecutor, call.scope, "the store refused the reserve for good, and it was answered %v, not %s: a refusal is not an outage", err, idem.CodeStoreRefused)
+		return
+	}
 	if call.att.gone || !errors.As(err, &e) || e.Code != idem.CodeInProgress {
 		return
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -237,4 +238,83 @@ func TestOwnershipRule(t *testing.T) {
 		w.check.owned(0, &expired, &ev, c.d)
 		expect(t, w, c.want, c.what)
 	}
+}
+
+// TestRefusedOutcomeRules: an outcome the core or the store refuses for
+// good is followed by a MarkUnknown of the attempt (the key goes to the
+// reconciler at once), never by the end of the flow; the Flow never hands
+// the core a Fail or a MarkUnknown it refuses; a Fail keeps the action's
+// error code where the rules take it, else the default.
+func TestRefusedOutcomeRules(t *testing.T) {
+	w, reqs := ruleWorld(t, 1)
+	refusedByStore := fmt.Errorf("refused: %w", store.ErrRefused)
+	refusedByCore := core.ErrInvalidErrorCode
+	for _, c := range []struct {
+		what string
+		ev   core.EventKind
+		err  error
+		next core.EventKind // 0: the flow ends
+		want int
+	}{
+		{"a completion the store refused, then a mark", core.EventComplete, refusedByStore, core.EventMarkUnknown, -1},
+		{"a completion the core refused, then a mark", core.EventComplete, core.ErrResponseTooLarge, core.EventMarkUnknown, -1},
+		{"a failure the store refused, then a mark", core.EventFail, refusedByStore, core.EventMarkUnknown, -1},
+		{"a completion the store refused, then the end", core.EventComplete, refusedByStore, 0, invExecutor},
+		{"a completion the store refused, then a failure", core.EventComplete, refusedByStore, core.EventFail, invExecutor},
+		{"a failure the core refused", core.EventFail, refusedByCore, core.EventMarkUnknown, invExecutor},
+		{"a mark the core refused", core.EventMarkUnknown, refusedByCore, 0, invExecutor},
+		{"a completion the store failed (an outage), then the end", core.EventComplete, errStoreDown, 0, -1},
+	} {
+		call := flowRuleCall(t, w, reqs[0])
+		w.check.flowHeard(call, c.ev, 0, &store.Applied{}, c.err)
+		if c.next != 0 {
+			w.check.flowEffect(call, &idem.Effect{Kind: idem.EffectApply, Event: core.Event{Kind: c.next, Token: 7}, Detached: true})
+		} else {
+			w.check.flowDone(call, &idem.Effect{Kind: idem.EffectDone})
+		}
+		expect(t, w, c.want, c.what)
+	}
+	for _, c := range []struct {
+		action, fail string
+		want         int
+	}{
+		{"gateway_refused", "gateway_refused", -1},
+		{goodCodes[2], goodCodes[2], -1},
+		{"", "", -1},
+		{badCodes[0], "", -1},
+		{"card declined", "", -1},
+		{goodCodes[2], "", invExecutor},
+		{"card declined", "card declined", invExecutor},
+	} {
+		call := flowRuleCall(t, w, reqs[0])
+		call.watch.code = c.action
+		w.check.actionEnded(call, actionNotExecuted)
+		w.check.flowEffect(call, &idem.Effect{Kind: idem.EffectApply, Event: core.Event{Kind: core.EventFail, Token: 7, ErrorCode: c.fail}, Detached: true})
+		expect(t, w, c.want, fmt.Sprintf("code %q failed with %q", c.action, c.fail))
+	}
+}
+
+// TestRefusedReserveRule: a reserve the store refused for good is
+// answered as a refusal (idempotency_store_refused), never as an outage.
+func TestRefusedReserveRule(t *testing.T) {
+	w, reqs := ruleWorld(t, 1)
+	for _, c := range []struct {
+		what string
+		err  error
+		want int
+	}{
+		{"a refusal answered as one", fmt.Errorf("constraint: %w", store.ErrRefused), -1},
+		{"an outage answered as one", errStoreDown, -1},
+	} {
+		call := flowRuleCall(t, w, reqs[0])
+		w.check.flowHeard(call, core.EventReserve, 0, nil, c.err)
+		call.call.ApplyDone(&store.Applied{}, c.err)
+		w.check.flowDone(call, call.call.Next())
+		expect(t, w, c.want, c.what)
+	}
+	call := flowRuleCall(t, w, reqs[0])
+	w.check.flowHeard(call, core.EventReserve, 0, nil, fmt.Errorf("constraint: %w", store.ErrRefused))
+	call.call.ApplyDone(&store.Applied{}, errStoreDown) // the Flow told of an outage instead
+	w.check.flowDone(call, call.call.Next())
+	expect(t, w, invExecutor, "a refusal answered as an outage")
 }

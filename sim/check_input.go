@@ -17,22 +17,77 @@ import (
 // by the core's validation, which is under test: bad input gets an error
 // and writes nothing; good input is taken.
 
-// badKey turns a valid key into one with a space at its start or end, or
-// into spaces only.
+// badKey turns a valid key into one the glossary says is not a key (SPEC
+// §3): a space at its start or end, spaces only, 15 bytes (one short), 256
+// (one too many), a control character, a non-ASCII letter.
 func badKey(key string, how int) string {
 	switch how {
 	case 0:
 		return " " + key
 	case 1:
 		return key + " "
+	case 2:
+		return strings.Repeat(" ", len(key))
+	case 3:
+		return key[:15]
+	case 4:
+		return strings.Repeat(key, 8)[:256]
+	case 5:
+		return key[:10] + "\t" + key[11:]
 	}
-	return strings.Repeat(" ", len(key))
+	return key[:10] + "\u00e9" + key[12:]
 }
 
-// keyRefusable is the checker's rule for the keys the world makes: a
-// space at either end (keys of spaces only included) is refused.
+// badKeyKinds is how many ways badKey has.
+const badKeyKinds = 7
+
+// keyRefusable is the checker's rule for the keys the world makes (SPEC
+// §3): empty, shorter than 16 or longer than 255 bytes, a byte that is not
+// printable ASCII, a space at either end.
 func keyRefusable(key string) bool {
-	return key == "" || key[0] == ' ' || key[len(key)-1] == ' '
+	if len(key) < 16 || len(key) > 255 || key[0] == ' ' || key[len(key)-1] == ' ' {
+		return true
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return true
+		}
+	}
+	return false
+}
+
+// codeTakeable is the checker's rule for an error code a record may keep
+// (SPEC §5: what every store can keep byte for byte): 1 to 64 bytes of
+// RFC 9110 token characters.
+func codeTakeable(code string) bool {
+	if code == "" || len(code) > 64 {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// Error codes an action gives with "not executed": none (the core's
+// default), a plain one and one of exactly 64 bytes, all kept; under
+// FaultBadInput also one a byte too long, a message with spaces, one with
+// a non-ASCII letter and one with CR LF, which the executor must not hand
+// the core (it keeps the default, and says so).
+var (
+	goodCodes = []string{"", "gateway_refused", strings.Repeat("x", 63) + "!"}
+	badCodes  = []string{strings.Repeat("y", 65), "card declined", "refus\xc3\xa9", "bad\r\ncode"}
+)
+
+// notExecutedCode draws an action's error code for "not executed".
+func (w *world) notExecutedCode() string {
+	if w.fault(FaultBadInput, w.rng.servers) {
+		return badCodes[w.rng.servers.IntN(len(badCodes))]
+	}
+	return goodCodes[w.rng.servers.IntN(len(goodCodes))]
 }
 
 // headerRefusable is the checker's rule for a stored response: a header
@@ -120,12 +175,15 @@ func (c *checker) begun(req *request, key string, err error) {
 }
 
 // written holds a write to the rules: nothing is written for a bad key,
-// and no response is stored with a header that splits it (invariant 9).
+// no response is stored with a header that splits it, and no error code
+// but a token (invariant 9).
 func (c *checker) written(scope int32, rec *core.Record) {
 	switch {
 	case keyRefusable(rec.Scope.Key):
 		c.fail(invBadInput, scope, "a record was written for the key %q", rec.Scope.Key)
 	case headerRefusable(&rec.Response):
 		c.fail(invBadInput, scope, "a response was stored with a header value that splits it: %s", rec.Response.Describe())
+	case rec.LastErrorCode != "" && !codeTakeable(rec.LastErrorCode):
+		c.fail(invBadInput, scope, "a record was written with the error code %q", rec.LastErrorCode)
 	}
 }

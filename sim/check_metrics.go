@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,6 +31,7 @@ var (
 	serverCounters = []idem.Counter{
 		idem.CounterReserveCreated, idem.CounterReserveReplay, idem.CounterReserveInProgress, idem.CounterReserveKeyMisuse,
 		idem.CounterReserveFailedRetry, idem.CounterReserveUnknown, idem.CounterZombieKey, idem.CounterReconcileScheduled,
+		idem.CounterStoreRefused,
 	}
 	allCounters = append(serverCounters[:len(serverCounters):len(serverCounters)],
 		idem.CounterTTLPruned, idem.CounterReconcileResolved, idem.CounterReconcileFailed)
@@ -38,7 +40,12 @@ var (
 // heard counts one applied event of kind ev, as its caller heard it.
 func (r *counterRecount) heard(ev core.EventKind, a *store.Applied, err error) {
 	if err != nil {
-		return // nothing the caller knows applied
+		// Nothing the caller knows applied. A refusal for good is counted
+		// apart from an outage (SPEC §5, issue 20 §1).
+		if errors.Is(err, store.ErrRefused) {
+			r.n[idem.CounterStoreRefused]++
+		}
+		return
 	}
 	d, before, after := a.Transition.Decision.Kind, a.Before, a.Record.Status
 	if ev == core.EventReserve {

@@ -188,7 +188,7 @@ func (c *client) send(req *request) {
 	req.attempts++
 	att := &attempt{req: req, n: req.attempts}
 	if req.attempts == 1 && w.fault(FaultBadInput, w.rng.clients) {
-		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(3))
+		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(badKeyKinds))
 	}
 	if req.sent == nil || w.rng.render.IntN(2) == 0 {
 		// A client writes its payload anew (members in another order, other

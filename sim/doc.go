@@ -13,13 +13,19 @@
 //     jitter, honour Retry-After, and sometimes send one request to two
 //     servers at once. A quarter of them are buggy and now and then reuse a
 //     key for another payload.
-//   - Servers host idem.Call, the executor's step-by-step form, performing
-//     each effect on virtual time: every store call goes through idem.Op
-//     (load, step, compare-and-set) and takes effect when it is made, its
-//     answer arriving after the store's latency; the action is a charge at
-//     the gateway with the attempt's lease end as its deadline, and a
-//     heartbeat beside it. A crash drops everything a server had in flight;
-//     a pause freezes it.
+//   - Servers host each request's idem.Flow as Executor.Do does, performing
+//     each effect on virtual time: every store call goes through a store.Op
+//     (load, step, compare-and-set) or the memory store's fast path, takes
+//     effect when it is made, and its answer arrives after the store's
+//     latency; the attempt's outcome is applied detached from the client,
+//     whose hanging up (FaultDisconnect, at any step) ends every other
+//     effect (Flow.Gone); the action is a charge at the gateway with the
+//     attempt's lease end as its deadline, with the attempt's idem.Lease
+//     kept beside it (beats bounded by their timeout, the action told at
+//     the lease's TellBy). An action may panic after its charge
+//     (FaultActionPanic: the Flow records it, then raises it again), or
+//     ignore its context once told (FaultActionDeaf: a late owner). A crash
+//     drops everything a server had in flight; a pause freezes it.
 //   - The gateway charges, declines, times out before or after charging, or
 //     is slow; it refuses a request that arrives after its deadline, which
 //     is what lets the reconciler conclude "not executed" once an unknown
@@ -30,14 +36,19 @@
 //     after the key moved on), and a ledger that shows what an attempt did
 //     only some time after its lease end (records stay unknown past their
 //     TTL while clients retry).
+//   - A foreign host (foreign.go), a host of the core in another runtime
+//     with none of the executor's validation, sends what the executor
+//     refused (bad keys, error codes out of the alphabet or one byte too
+//     long) straight to the store, whose Step must refuse them.
 //   - The store is the real memstore behind faultyStore, which makes calls
 //     fail before they apply or after a write applied (an ambiguous commit),
 //     on FaultStoreTokenStale has a Load hand out the record's own token
 //     as fresh, a driver bug the core must refuse (ErrTokenNotFresh), and on
 //     FaultStoreRefuse refuses for good (store.ErrRefused) every write of a
-//     response over 32 KiB until the faults stop: the executor must hand
-//     the key to the reconciler, which reschedules the finding it cannot
-//     write. The reconciler's Check may also panic (FaultCheckBad); the
+//     response over 32 KiB, and the records of keys that end in 'f', until
+//     the faults stop: the executor must answer a refused reserve as a
+//     refusal and hand a refused outcome's key to the reconciler, which
+//     reschedules the finding it cannot write. The reconciler's Check may also panic (FaultCheckBad); the
 //     reconciler must recover it and reschedule the record.
 //   - Payloads are JSON documents that clients write out anew for every
 //     send (members shuffled, white space, escapes, a client timestamp the
@@ -96,12 +107,22 @@
 // two different requests (by the checker's own pre-image) never share one,
 // and invariant 6 a Mismatch on a key that only ever carried one payload,
 // and a write that does not end a wait on its record.
-// 11, Do's own contract, in RunLive (a lost lease told at once and
-// cancelling the action, no cancel while the extended lease runs, the
-// outcome written detached from the caller, no empty success, the in-flight
-// status by the policy; that one on the Flow path too); 12, a counter of
-// SPEC §7 that differs from the checker's recount of what each caller was
-// told.
+// 11, Do's own contract: on virtual time, what each Flow asks of its host
+// and when (check_flow.go: in_progress only once the in-flight wait ran
+// out, and no wait past it; the outcome by how the action ended, with its
+// token and code, detached from the client; a refused outcome's key handed
+// to the reconciler; a refused reserve answered as a refusal; a panic
+// raised again once recorded; the Lease's TellBy the documented margin
+// before the lease's end reckoned from the send, and the action told then)
+// and the workers' (check_workers.go: Sweeper.RunOnce's count, a refused
+// finding rescheduled in its run); in RunLive, Do itself (a lost lease told
+// at once and cancelling the action, no cancel while the extended lease
+// runs, the outcome written detached from the caller, no empty success, the
+// in-flight status by the policy); 12, a counter of SPEC §7 that differs
+// from the checker's recount of what each caller was told. Invariant 4
+// also holds every owner event the core accepts to the record's token,
+// whatever the lease's state, and invariant 10 every Due listing to due
+// records only, most overdue first, at most its limit.
 // With Config.LinCheck, the store's history is also checked for
 // linearizability. The first violation stops the run; its report carries the
 // scope's events and Config.Command reproduces it.

@@ -142,6 +142,12 @@ func (s *server) serve(att *attempt) {
 	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope}
 	err = w.ex.BeginIn(&c.flow, idem.Request{Scope: key, Fingerprint: fp})
 	w.check.begun(att.req, key.Key, err)
+	if err != nil && att.req.badKey != "" {
+		w.foreignReserve(key, fp) // foreign.go: a host with only the core's refusals
+	}
+	if w.fault(FaultBadInput, w.rng.servers) {
+		w.foreignCode(att.req.scope)
+	}
 	if err != nil {
 		// Bad input: refused for good, and the client does not send it again.
 		a := toAnswer(idem.Result{}, err)
@@ -174,8 +180,11 @@ type serverCall struct {
 	beatSent    int64
 	beatTimeout int64
 	tellArmed   bool
-	waiting     *waiter   // the in-flight wait under way, if any
-	watch       flowWatch // what the checker notes (check_flow.go)
+	waiting     *waiter // the in-flight wait under way, if any
+	// committed: the action completed in its own transaction and works on
+	// (FaultCompleteInDiffers): told its lease is lost, it finishes anyway.
+	committed bool
+	watch     flowWatch // what the checker notes (check_flow.go)
 	// detached: the apply under way is the attempt's outcome
 	// (Effect.Detached), which the client's hanging up does not stop.
 	detached bool
@@ -288,6 +297,7 @@ const (
 	evOpResume                     // the call's next store call, after a pause between two
 	evTxStep                       // the store's answer to the action's own completion (FaultCompleteInDiffers)
 	evLeaseTell                    // the lease's TellBy: tell the action if no beat extended it
+	evActionFinish                 // the action returns what it committed in its own transaction (after more work)
 )
 
 func (c *serverCall) handle(kind uint8) {
@@ -304,6 +314,8 @@ func (c *serverCall) handle(kind uint8) {
 		c.s.w.opAnswer(c, c.tx, evTxStep)
 	case evLeaseTell:
 		c.tellIfLost()
+	case evActionFinish:
+		c.finishAction(c.buf, nil, actionCompleted)
 	default:
 		c.actionStep(kind)
 	}
@@ -371,7 +383,6 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 		c.txDone(a, err) // not the Flow's: nothing for it to hear, count or recount
 		return
 	}
-	w.heard(m, a, err) // check_live.go: what the Flow is told, checked and recounted
 	if err != nil {
 		w.log(TraceEvent{Scope: m.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatStoreError, Arg: int64(m.event)})
 	} else {
@@ -379,11 +390,13 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	}
 	switch {
 	case kind == evHbStep:
+		w.heard(m, a, err) // check_live.go: what the Lease is told, checked and recounted
 		c.beaten(a, err)
 	case err != nil && !c.detached && c.att.gone:
 		c.call.Gone(context.Canceled) // as Do: the call failed and the client had hung up
 		c.advance()
 	default:
+		w.heard(m, a, err)                              // what the Flow is told, checked and recounted
 		w.check.flowHeard(c, m.event, c.sentAt, a, err) // check_flow.go
 		c.call.ApplyDone(a, err)
 		c.advance()
@@ -434,7 +447,7 @@ func (c *serverCall) actionStep(kind uint8) {
 	w, s := c.s.w, c.s
 	switch kind {
 	case evActionRefused:
-		c.finishAction(core.Response{}, idem.NotExecuted(errGatewayRefused), actionNotExecuted)
+		c.finishAction(core.Response{}, c.notExecuted(errGatewayRefused), actionNotExecuted)
 	case evActionSend:
 		timeout := int64(w.cfg.GatewayTimeout)
 		if c.att.req.long {
@@ -480,7 +493,7 @@ func (c *serverCall) actionStep(kind uint8) {
 		s.runEvent(event{h: c, kind: evActionDone, srv: s, epoch: c.epoch})
 	case evActionDone:
 		if c.gwResult.charge == nil {
-			c.finishAction(core.Response{}, idem.NotExecuted(errDeadlinePassed), actionNotExecuted)
+			c.finishAction(core.Response{}, c.notExecuted(errDeadlinePassed), actionNotExecuted)
 			return
 		}
 		c.buf = copyResponse(c.gwResult.charge.response())
@@ -517,6 +530,17 @@ func (c *serverCall) txDone(a *store.Applied, err error) {
 			}
 		}
 	}
+	if w.rng.servers.IntN(2) == 0 {
+		// The handler goes on working after its transaction committed
+		// (a notification to send, say), for half a lease to a lease and a
+		// half: its heartbeat finds the record completed, no longer in
+		// progress, and the lease lost for good; having committed, the
+		// handler finishes anyway.
+		c.committed = true
+		lease := int64(w.policy.LeaseDuration)
+		w.afterOnH(c.s, c.epoch, lease/2+w.rng.servers.Int64N(lease), c, evActionFinish)
+		return
+	}
 	c.finishAction(c.buf, nil, actionCompleted)
 }
 
@@ -541,6 +565,14 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 	}
 	c.call.RunDone(resp, w.actionError(err, how))
 	c.advance()
+}
+
+// notExecuted is the action's "definitely not executed" for err, with an
+// error code (check_input.go draws it, bad ones under FaultBadInput).
+func (c *serverCall) notExecuted(err error) error {
+	code := c.s.w.notExecutedCode()
+	c.watch.code = code
+	return &idem.NotExecutedError{Err: err, Code: code}
 }
 
 const (
@@ -598,7 +630,7 @@ func (c *serverCall) leaseLost(cause error) {
 	c.hbStop = true
 	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatLeaseLost, Token: c.token})
 	w.check.told(c) // check_flow.go
-	if w.rates[FaultActionDeaf] > 0 && w.rng.servers.IntN(2) == 0 {
+	if c.committed || w.rates[FaultActionDeaf] > 0 && w.rng.servers.IntN(2) == 0 {
 		// On the seeds that draw deaf actions, half of them do not look at
 		// their context (a lease is lost too seldom for a fault's rate to
 		// reach it): the action goes on, and returns

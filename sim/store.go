@@ -30,6 +30,8 @@ type opMeta struct {
 	// finding is what the reconciler's last Check found, for the Resolve
 	// it applies next (nil for other callers).
 	finding *findingSeen
+	// worker is the worker actor behind the calls (nil for a server).
+	worker *workerActor
 	// holdsCompletion: after the caller's last store call for a Complete,
 	// the store held that completion of its attempt (what Result.Recorded
 	// may claim).
@@ -97,12 +99,27 @@ func (s *faultyStore) refuses(resp *core.Response) bool {
 	return s.w.rates[FaultStoreRefuse] > 0 && !s.w.healed && len(resp.Body) > storeColumnBytes
 }
 
+// refusesKey reports whether the store refuses, for good, to insert a
+// record of key: on the same seeds, the keys that end in 'f' (a sixteenth:
+// a constraint the key breaks), until the faults stop. A reserve of such a
+// key is refused, and must be answered as a refusal, not an outage.
+func (s *faultyStore) refusesKey(key string) bool {
+	return s.w.rates[FaultStoreRefuse] > 0 && !s.w.healed && key != "" && key[len(key)-1] == 'f'
+}
+
+// errKeyRefused is the store's refusal to insert a record of a key it
+// cannot hold.
+var errKeyRefused = fmt.Errorf("sim: the store refuses a record of this key (a constraint): %w", store.ErrRefused)
+
 // refused is the store's refusal of a write of resp, told to the caller's
 // meta: a reconciler's finding that the store refuses is rescheduled as
 // still unknown, which is what the lifecycle checker must then see.
-func (c callerStore) refused(resp *core.Response) error {
+func (c callerStore) refused(scope core.Scope, token core.Token, resp *core.Response) error {
 	if f := c.meta.finding; f != nil && f.verdict == core.VerdictExecuted {
 		f.verdict, f.response = core.VerdictStillUnknown, core.Response{}
+		if i, ok := c.s.w.scopeIndex(scope); ok && c.meta.worker != nil {
+			c.s.w.check.findingRefused(c.meta.worker, i, token) // check_workers.go
+		}
 	}
 	c.s.w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatStoreRefused, Arg: int64(len(resp.Body))})
 	return fmt.Errorf("sim: a %d-byte response is over the store's column (%d bytes): %w", len(resp.Body), storeColumnBytes, store.ErrRefused)
@@ -110,6 +127,7 @@ func (c callerStore) refused(resp *core.Response) error {
 
 func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
 	w := c.s.w
+	c.calling(scope)
 	if c.s.failBefore() {
 		w.history(c.meta, linearizability.StoreOperation{Kind: store.MethodLoad, Scope: scope, Ended: linearizability.EndedFailed})
 		return store.Snapshot{}, errStoreDown
@@ -137,13 +155,18 @@ func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot
 // write failed.
 func (c callerStore) write(ctx context.Context, kind core.WriteKind, rec *core.Record, v uint64, t core.Token) error {
 	s, w := c.s, c.s.w
+	c.calling(rec.Scope)
 	if s.failBefore() {
 		c.record(kind, rec, v, t, linearizability.EndedFailed)
 		return errStoreDown
 	}
 	if kind != core.WriteDelete && s.refuses(&rec.Response) {
 		c.record(kind, rec, v, t, linearizability.EndedFailed)
-		return c.refused(&rec.Response)
+		return c.refused(rec.Scope, rec.Token, &rec.Response)
+	}
+	if kind == core.WriteInsert && s.refusesKey(rec.Scope.Key) {
+		c.record(kind, rec, v, t, linearizability.EndedFailed)
+		return errKeyRefused
 	}
 	var err error
 	switch kind {
@@ -230,18 +253,25 @@ func (c callerStore) Wait(ctx context.Context, scope core.Scope, v uint64, t cor
 func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
 		s, w := c.s, c.s.w
+		c.calling(scope)
 		op := linearizability.LifecycleOperation{Scope: scope, Event: ev}
 		if s.failBefore() {
 			op.Ended = linearizability.EndedFailed
 			w.lifeHistory(c.meta, op)
 			return errStoreDown
 		}
+		if ev.Kind == core.EventReserve && s.refusesKey(scope.Key) {
+			// The statement would insert the record: refused whatever it finds.
+			op.Ended = linearizability.EndedFailed
+			w.lifeHistory(c.meta, op)
+			return errKeyRefused
+		}
 		if storesResponse(&ev) && s.refuses(&ev.Response) {
 			// The statement carries the response: refused whatever the
 			// record holds (as a database refuses a value for its column).
 			op.Ended = linearizability.EndedFailed
 			w.lifeHistory(c.meta, op)
-			return c.refused(&ev.Response)
+			return c.refused(scope, ev.Token, &ev.Response)
 		}
 		err := next(ctx, scope, ev, p, out) // the memory store's errors are the core's: nothing written
 		op.SetApplied(ev, out, err)
@@ -294,6 +324,16 @@ func (c callerStore) applied(rec *core.Record, kind core.WriteKind, expect core.
 		c.meta.heard(after, ev)
 	}
 	w.applied(c.meta, rec, kind, expect.ExpectToken)
+}
+
+// calling hears a call of c's caller about scope: for a reconciler with a
+// refused finding about it, the call that reschedules it.
+func (c callerStore) calling(scope core.Scope) {
+	if wk := c.meta.worker; wk != nil && len(wk.refused) > 0 {
+		if i, ok := c.s.w.scopeIndex(scope); ok {
+			c.s.w.check.rescheduled(wk, i)
+		}
+	}
 }
 
 // client is the history's client number of the caller m.

@@ -41,6 +41,12 @@ type workerActor struct {
 	ledger    *reconcileWorld
 	sibling   *workerActor
 	siblingOn bool
+
+	// changed counts the writes of the run under way that the worker
+	// heard succeed, and refused the findings the store refused in it that
+	// no call has rescheduled yet, for the checker (check_workers.go).
+	changed int
+	refused []attemptID
 }
 
 // runEnded is what the coroutine yields when a run is over.
@@ -63,7 +69,11 @@ func (a *workerActor) tick() {
 		a.next, a.stop = iter.Pull(func(yield func(int64) bool) {
 			a.yield = yield
 			for {
-				_, _ = a.run(ctx)
+				a.changed = 0
+				n, err := a.run(ctx)
+				if !a.halted {
+					a.w.check.workerRan(a, n, err) // check_workers.go
+				}
 				if !yield(runEnded) {
 					return
 				}
@@ -155,6 +165,9 @@ func (c coStore) write(do func() error) error {
 	if e := c.back(d); e != nil {
 		return e
 	}
+	if err == nil {
+		c.a.changed++
+	}
 	return err
 }
 
@@ -189,7 +202,11 @@ func (c coStore) Wait(ctx context.Context, scope core.Scope, v uint64, t core.To
 // apply is the fast path's Apply, one call with its latency.
 func (c coStore) apply(next store.ApplyFunc) store.ApplyFunc {
 	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
-		return c.write(func() error { return next(ctx, scope, ev, p, out) })
+		err := c.write(func() error { return next(ctx, scope, ev, p, out) })
+		if err == nil && out.Transition.Write.Kind == core.WriteNone {
+			c.a.changed-- // heard, but nothing was written
+		}
+		return err
 	}
 }
 
@@ -200,6 +217,7 @@ func (w *world) newWorkerActors() {
 	w.reconcileMeta = opMeta{actor: ActorReconciler, scope: -1}
 	ledger := drawReconcileWorld(w.cfg.Seed, &w.policy, w.cfg.SweepEvery)
 	sweep := &workerActor{w: w, meta: &w.sweepMeta, every: int64(ledger.sweepEvery), after: func() bool { return true }}
+	w.sweepMeta.worker = sweep
 	sweeper, err := w.actorExecutor(sweep).Sweeper(idem.WithBatchSize(50))
 	if err != nil {
 		panic(err) // unreachable: the batch size is positive
@@ -216,7 +234,7 @@ func (w *world) newWorkerActors() {
 // reconcilerActor is a reconciler actor over meta's view of the store.
 func (w *world) reconcilerActor(meta *opMeta, ledger *reconcileWorld, after func() bool) *workerActor {
 	a := &workerActor{w: w, meta: meta, every: int64(w.cfg.ReconcileEvery), after: after, ledger: ledger}
-	meta.finding = &a.found
+	meta.finding, meta.worker = &a.found, a
 	reconciler, err := w.actorExecutor(a).Reconciler(w.checkAs(a), idem.WithBatchSize(50))
 	if err != nil {
 		panic(err) // unreachable: the check is set
