@@ -89,20 +89,46 @@ func TestEveryWriteNotifiesItsWaiters(t *testing.T) {
 
 // TestWaitPollsBesideNotifications: a Wait whose notification was lost
 // (here the row's mark is cleared behind its back, as when the listener
-// was reconnecting: the write then notifies nobody) is served by its poll.
+// was reconnecting: the write then notifies nobody) is served by its poll,
+// and so is a Wait on an absent record (no row to mark: its insert
+// notifies nobody). The listener is connected first, by a Wait a
+// notification woke: its connection wakes every waiter once, which would
+// otherwise serve these Waits in the poll's place.
 func TestWaitPollsBesideNotifications(t *testing.T) {
 	db := newTestDB(t)
 	s := db.newStore(t, Options{PollInterval: 20 * time.Millisecond})
 	ctx := context.Background()
-	rec := reserved(t, s, testScope("wait-poll"))
-	waitThrough(t, db, s, rec, func() {
-		if _, err := db.pool.Exec(ctx, `UPDATE `+s.n.qualified+` SET waiters = false`); err != nil {
+	warm := reserved(t, s, testScope("wait-poll-warm"))
+	waitThrough(t, db, s, warm, func() {
+		next := warm
+		next.Version++
+		if err := s.CompareAndSet(ctx, &next, warm.Version, warm.Token); err != nil {
 			t.Fatal(err)
 		}
-		next := rec
-		next.Version++
-		if err := s.CompareAndSet(ctx, &next, rec.Version, rec.Token); err != nil {
-			t.Fatal(err)
+	})
+	t.Run("notification lost", func(t *testing.T) {
+		rec := reserved(t, s, testScope("wait-poll"))
+		waitThrough(t, db, s, rec, func() {
+			if _, err := db.pool.Exec(ctx, `UPDATE `+s.n.qualified+` SET waiters = false`); err != nil {
+				t.Fatal(err)
+			}
+			next := rec
+			next.Version++
+			if err := s.CompareAndSet(ctx, &next, rec.Version, rec.Token); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("absent record", func(t *testing.T) {
+		sc := testScope("wait-poll-absent")
+		wctx, cancel := context.WithTimeout(ctx, wakeBound)
+		defer cancel()
+		woke := make(chan error, 1)
+		go func() { woke <- s.Wait(wctx, sc, 0, 0) }()
+		time.Sleep(100 * time.Millisecond) // the Wait has read the absent record and sleeps
+		reserved(t, s, sc)
+		if err := <-woke; err != nil {
+			t.Fatalf("Wait on an absent record: %v, want its poll to find the insert", err)
 		}
 	})
 }
