@@ -196,3 +196,35 @@ func leaseExecutor(t *testing.T, lease, heartbeat time.Duration, layer func(stor
 	}
 	return mem, ex
 }
+
+// TestConflictOnABeatTellsAtOnce: a heartbeat that finds the record no
+// longer in progress (here the action completed it in its own transaction,
+// and works on) loses the lease for good: the action is told at once, not
+// at the end of the lease its beats had extended (mutant
+// exec-conflict-keeps-lease).
+func TestConflictOnABeatTellsAtOnce(t *testing.T) {
+	const lease = 3 * time.Second
+	mem, ex := leaseExecutor(t, lease, lease/30, store.PassApply)
+	req := request(key1, payload)
+	var cause error
+	var toldLeft time.Duration
+	_, _ = ex.Do(context.Background(), req, func(ctx context.Context, at idem.Attempt) (idem.Response, error) {
+		if err := at.CompleteIn(ctx, mem, created); err != nil {
+			t.Errorf("CompleteIn: %v", err)
+			return created, nil
+		}
+		select {
+		case <-ctx.Done():
+			cause, toldLeft = context.Cause(ctx), time.Until(at.LockedUntil)
+		case <-time.After(10 * lease):
+			t.Error("the action was never told")
+		}
+		return created, nil
+	})
+	if !errors.Is(cause, idem.ErrLeaseLost) {
+		t.Fatalf("cause %v", cause)
+	}
+	if toldLeft < lease/2 {
+		t.Fatalf("told with %v of its first lease left: the Conflict was not taken as the lease lost, the lease's end was waited for", toldLeft)
+	}
+}

@@ -77,3 +77,40 @@ func TestStoreDownAfterInFlightWaitIsStoreUnavailable(t *testing.T) {
 		t.Fatalf("Do = %+v, %v (action ran: %t), want ErrStoreUnavailable and no run", r, err, ran)
 	}
 }
+
+// TestAttemptLockedUntilIsTheRecords: the lease end an action is told is
+// the one the store holds for its attempt, no later: downstream calls take
+// it as their deadline (mutant exec-attempt-deadline-past-lease).
+func TestAttemptLockedUntilIsTheRecords(t *testing.T) {
+	f := newFixture(t, nil)
+	req := request(key1, payload)
+	var told, stored time.Time
+	_, err := f.ex.Do(context.Background(), req, func(_ context.Context, at idem.Attempt) (idem.Response, error) {
+		told, stored = at.LockedUntil, f.record(t, req).LockedUntil
+		return created, nil
+	})
+	if err != nil || stored.IsZero() || !told.Equal(stored) {
+		t.Fatalf("the action was told its lease ends at %v; the store holds %v (%v)", told, stored, err)
+	}
+}
+
+// TestCheckSeesTheLease: the reconciler hands its Check the record as
+// stored, its lease end included, which the Check needs to know when "not
+// executed" becomes provable (mutant exec-check-without-lease).
+func TestCheckSeesTheLease(t *testing.T) {
+	f := newFixture(t, nil)
+	req := request(key1, payload)
+	f.unknownKey(t, req)
+	want := f.record(t, req).LockedUntil
+	var seen time.Time
+	r := f.reconciler(t, func(_ context.Context, rec idem.Record) (idem.Finding, error) {
+		seen = rec.LockedUntil
+		return idem.Finding{Verdict: core.VerdictStillUnknown}, nil
+	})
+	if _, err := r.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want.IsZero() || !seen.Equal(want) {
+		t.Fatalf("the Check saw the lease end %v; the record holds %v", seen, want)
+	}
+}

@@ -22,6 +22,10 @@ type area struct {
 	// node: the area's own tests are Node's, run on a copy of wasm/js with
 	// the mutated file (the go command's overlay does not reach Node).
 	node bool
+	// withConformance: the area's own tests also include the memory
+	// store's conformance test (TestMemstoreConformance is the memory
+	// store's own test, which the unit layer leaves to its own column).
+	withConformance bool
 	// reach lists the shared layers that exercise the area.
 	reach [layerCount]bool
 }
@@ -40,7 +44,7 @@ var (
 var areas = map[string]*area{
 	"core":      {name: "core", reach: simReach},
 	"store":     {name: "store", reach: simReach},
-	"mem":       {name: "mem", reach: simReach},
+	"mem":       {name: "mem", reach: simReach, withConformance: true},
 	"exec":      {name: "exec", reach: simReach},
 	"fp":        {name: "fp", reach: simReach},
 	"pgx":       {name: "pgx", own: []string{"go", "test", "./store/pgx/"}, timeout: 6 * time.Minute, reach: ownReach},

@@ -209,11 +209,11 @@ func (r *runner) layers(a *area, overlay, name string) *row {
 			return rw
 		}
 	}
-	r.own(rw, a, overlay, goCmd)
 	if run(layerConf) {
 		rw.cells[layerConf] = plainCell(r.exec(r.o.confTimeout, goCmd(r.o.confTimeout, "test",
 			"-run", "^TestMemstoreConformance$", "./store/mem/")...))
 	}
+	r.own(rw, a, overlay, goCmd)
 	if run(layerSim) || run(layerLin) || run(layerLive) {
 		r.simulate(rw, name, goCmd)
 	}
@@ -229,6 +229,8 @@ func (r *runner) own(rw *row, a *area, overlay string, goCmd func(time.Duration,
 	}
 	one := func(a *area) cell {
 		switch {
+		case a.own == nil && a.withConformance && !rw.cells[layerUnit].killed():
+			return rw.cells[layerConf] // the area's own tests: the unit layer's and its conformance test
 		case a.own == nil:
 			return rw.cells[layerUnit]
 		case a.node:

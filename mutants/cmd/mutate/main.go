@@ -13,7 +13,8 @@
 //	unit         go test ./core/ ./store/ ./store/mem/ . ./fingerprint/, the
 //	             memory store's conformance test skipped
 //	own          the tests of the mutant's own area: the unit layer for the
-//	             core, store, memory store, executor and fingerprint; go test
+//	             core, store, executor and fingerprint, and with the
+//	             conformance layer for the memory store; go test
 //	             ./store/pgx/, ./store/storetest/, ./idemhttp/ with the
 //	             example, ./wasm/, ./sim/ with simrun and linearizability;
 //	             node --test for the Node host
