@@ -228,3 +228,69 @@ func TestConflictOnABeatTellsAtOnce(t *testing.T) {
 		t.Fatalf("told with %v of its first lease left: the Conflict was not taken as the lease lost, the lease's end was waited for", toldLeft)
 	}
 }
+
+// TestLeaseReckoning: the Lease, on times given by hand (it reads no
+// clock). Its TellBy is the lease's end less the margin (a twentieth of
+// the lease, at most a second), the end reckoned from when the call that
+// granted or extended it was sent, however late its answer came; a store
+// error leaves the end alone and brings the next beat forward; an answer
+// other than Extended loses the lease at once; a beat's timeout never
+// outlives TellBy or the interval.
+func TestLeaseReckoning(t *testing.T) {
+	const lease, beat = 2 * time.Second, 500 * time.Millisecond
+	_, ex := leaseExecutor(t, lease, beat, store.PassApply)
+	f, err := ex.Begin(request(key1, payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // the host's clock
+	storeNow := t0.Add(time.Hour)                    // the store's, an hour ahead: only durations cross
+	f.ApplyDone(&store.Applied{Now: storeNow, Record: core.Record{Status: core.StatusInProgress, Token: 7, LockedUntil: storeNow.Add(lease)},
+		Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionExecute, Token: 7}}}, nil)
+	if f.Next().Kind != idem.EffectRun {
+		t.Fatalf("effect %v, want run", f.Next().Kind)
+	}
+	const margin = lease / 20
+	l := f.Lease(t0)
+	if got, want := l.TellBy(), t0.Add(lease-margin); !got.Equal(want) || l.Interval() != beat {
+		t.Fatalf("TellBy %v, interval %v; want %v, %v", got, l.Interval(), want, beat)
+	}
+	if got := l.BeatTimeout(t0.Add(lease - margin - time.Millisecond)); got != time.Millisecond {
+		t.Fatalf("a beat sent a millisecond before TellBy may take %v", got)
+	}
+	if got := l.BeatTimeout(t0); got != beat {
+		t.Fatalf("a beat sent at the start may take %v, want the interval", got)
+	}
+	// An extension whose answer took 300 ms: reckoned from the send.
+	sent, heard := t0.Add(time.Second), t0.Add(1300*time.Millisecond)
+	ext := &store.Applied{Now: storeNow.Add(1100 * time.Millisecond), Record: core.Record{Status: core.StatusInProgress, Token: 7, LockedUntil: storeNow.Add(1100*time.Millisecond + lease)},
+		Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionExtended}}}
+	if next := l.BeatDone(sent, heard, ext, nil); next != beat {
+		t.Fatalf("next beat in %v, want the interval", next)
+	}
+	if got, want := l.TellBy(), sent.Add(lease-margin); !got.Equal(want) {
+		t.Fatalf("after a slow extension TellBy is %v, want %v (from the send)", got, want)
+	}
+	// A store error: the end stays, and the next beat comes within half
+	// of what is left before TellBy (here 400 ms left: in 200 ms).
+	before := l.TellBy()
+	failed := before.Add(-400 * time.Millisecond)
+	if next := l.BeatDone(failed.Add(-time.Millisecond), failed, nil, errBeatDown); next != 200*time.Millisecond {
+		t.Fatalf("after a store error 400 ms before TellBy the next beat is in %v, want 200ms", next)
+	}
+	if !l.TellBy().Equal(before) {
+		t.Fatal("a store error moved TellBy")
+	}
+	if _, lost := l.Lost(before.Add(-time.Nanosecond)); lost {
+		t.Fatal("lost a nanosecond before TellBy")
+	}
+	if cause, lost := l.Lost(before); !lost || !errors.Is(cause, idem.ErrLeaseLost) || !errors.Is(cause, errBeatDown) {
+		t.Fatalf("at TellBy: lost %v, cause %v (want ErrLeaseLost with the last beat's error)", lost, cause)
+	}
+	// A Conflict: lost at once, whatever the time.
+	conflict := &store.Applied{Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionConflict}}}
+	l.BeatDone(heard, heard, conflict, nil)
+	if cause, lost := l.Lost(t0); !lost || !errors.Is(cause, idem.ErrLeaseLost) {
+		t.Fatalf("after a Conflict: lost %v, cause %v", lost, cause)
+	}
+}
