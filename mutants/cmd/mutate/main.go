@@ -10,10 +10,11 @@
 // mutant the layers that reach its area (areas.go) run in order, each with
 // its own timeout:
 //
-//	unit         go test ./core/ ./store/ ./store/mem/ . ./fingerprint/, the
-//	             memory store's conformance test skipped
+//	unit         go test ./core/ ./internal/refmodel/ ./store/ ./store/mem/ .
+//	             ./fingerprint/, the memory store's conformance test skipped
 //	own          the tests of the mutant's own area: the unit layer for the
-//	             core, store, memory store, executor and fingerprint; go test
+//	             core, store, memory store, executor, fingerprint and the
+//	             reference model of the lifecycle (internal/refmodel); go test
 //	             ./store/pgx/, ./store/storetest/, ./idemhttp/ with the
 //	             example, ./wasm/, ./sim/ with simrun and linearizability;
 //	             node --test for the Node host
