@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/refmodel"
 	"github.com/idemkit/idem/store"
 )
 
@@ -75,7 +76,7 @@ func TestResolveGivesUpAtExactlyTheMaximum(t *testing.T) {
 		after := prev
 		after.Version, after.ReconcileAttempts, after.ReconcileAfter = 6, c.before+1, time.Time{}
 		if c.scheduled {
-			after.ReconcileAfter = now.Add(reconcileBackoff(p, c.before))
+			after.ReconcileAfter = now.Add(refmodel.ReconcileBackoff(p, c.before))
 		}
 		*w.check.life.counter(0) = c.before
 		finding := &findingSeen{set: true, scope: 0, token: 7, verdict: core.VerdictStillUnknown}
@@ -116,47 +117,27 @@ func TestResolveHeldToTheCheckedAttempt(t *testing.T) {
 
 // TestOwnerEventsThatWriteNothing: on the fast path, an owner's event the
 // table says changes its in_progress record (Complete, Fail, MarkUnknown,
-// Heartbeat) must have written; one that wrote nothing breaks invariant
-// 8. Another attempt's event writes nothing, rightly.
+// Heartbeat) must have written; one answered as the table answers that
+// wrote nothing breaks invariant 8. Another attempt's event writes
+// nothing, rightly.
 func TestOwnerEventsThatWriteNothing(t *testing.T) {
 	w, reqs := ruleWorld(t, 1)
 	now := epoch.Add(time.Hour)
 	w.shadow[0] = core.Record{Scope: reqs[0].key, Status: core.StatusInProgress, Fingerprint: reqs[0].fp, Token: 7, Version: 1, CreatedAt: epoch, LockedUntil: now.Add(time.Minute)}
-	for _, kind := range []core.EventKind{core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat} {
+	for kind, answer := range map[core.EventKind]core.DecisionKind{
+		core.EventComplete: core.DecisionCompleted, core.EventFail: core.DecisionFailed,
+		core.EventMarkUnknown: core.DecisionMarkedUnknown, core.EventHeartbeat: core.DecisionExtended,
+	} {
 		for _, token := range []core.Token{7, 6} {
 			ev := core.Event{Kind: kind, Token: token, Now: now, Response: paidResponse(reqs[0])}
-			w.check.life.unchanged(0, &ev, &store.Applied{Now: now})
-			want := -1
-			if token == 7 {
-				want = invLifecycle
+			a := store.Applied{Now: now, Before: core.StatusInProgress, Record: w.shadow[0]}
+			a.Transition.Decision.Kind = answer
+			want := invLifecycle
+			if token != 7 {
+				a.Transition.Decision.Kind, want = core.DecisionStale, -1
 			}
-			expect(t, w, want, fmt.Sprintf("%v of attempt %d on attempt 7's record, unwritten", kind, token))
-		}
-	}
-}
-
-// TestReferenceTableAtExpiry: the checker's own table (decisionFor) frees
-// a settled record's key at exactly its expires_at, and not a nanosecond
-// before.
-func TestReferenceTableAtExpiry(t *testing.T) {
-	w, reqs := ruleWorld(t, 1)
-	at := epoch.Add(time.Hour)
-	other := core.Fingerprint{0x0f}
-	for _, c := range []struct {
-		st   core.Status
-		fp   core.Fingerprint
-		now  time.Time
-		want core.DecisionKind
-	}{
-		{core.StatusCompleted, reqs[0].fp, at, core.DecisionExecute},
-		{core.StatusCompleted, reqs[0].fp, at.Add(-1), core.DecisionReplay},
-		{core.StatusFailedRetryable, other, at, core.DecisionExecute},
-		{core.StatusFailedRetryable, other, at.Add(-1), core.DecisionMismatch},
-	} {
-		prev := core.Record{Scope: reqs[0].key, Status: c.st, Fingerprint: reqs[0].fp, Token: 7, Version: 2, CreatedAt: epoch, ExpiresAt: at}
-		ev := core.Event{Kind: core.EventReserve, Fingerprint: c.fp, Now: c.now}
-		if got := decisionFor(&w.policy, &prev, &ev, c.now).Kind; got != c.want {
-			t.Errorf("reserve on a %v record expiring at %v, at %v: %v, want %v", c.st, fmtStamp(at), fmtStamp(c.now), got, c.want)
+			w.check.life.decided(&opMeta{actor: ActorServer, event: kind, attempt: token}, 0, &w.shadow[0], &ev, &a)
+			expect(t, w, want, fmt.Sprintf("%v of attempt %d on attempt 7's record, answered %v, unwritten", kind, token, a.Transition.Decision.Kind))
 		}
 	}
 }

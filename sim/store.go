@@ -245,12 +245,9 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 		c.meta.now = out.Now
 		i, known := w.scopeIdx[scope]
 		if known {
-			w.check.life.decided(i, &w.shadow[i], &ev, out)
+			w.check.life.decided(c.meta, i, &w.shadow[i], &ev, out)
 		}
 		if out.Transition.Write.Kind == core.WriteNone {
-			if known {
-				w.check.life.unchanged(i, &ev, out)
-			}
 			c.meta.heard(&out.Record, &ev)
 		} else {
 			c.applied(&out.Record, out.Transition.Write.Kind, out.Transition.Write, &ev)
