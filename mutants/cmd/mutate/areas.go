@@ -35,9 +35,10 @@ var (
 	ownReach  = [layerCount]bool{layerOwn: true}
 	confReach = [layerCount]bool{layerOwn: true, layerConf: true}
 	// refReach: the reference model is what core's property test (the
-	// unit layer) and the simulator's lifecycle checker hold the core to;
-	// nothing else runs it.
-	refReach = [layerCount]bool{layerUnit: true, layerOwn: true, layerSim: true, layerLin: true}
+	// unit layer) and the simulator's lifecycle checker (in every
+	// simulator run, -live too: its sweeper's and reconciler's writes)
+	// hold the core to; nothing else runs it.
+	refReach = [layerCount]bool{layerUnit: true, layerOwn: true, layerSim: true, layerLin: true, layerLive: true}
 )
 
 // areas are every area, by name; areaOf says which a file is in.
