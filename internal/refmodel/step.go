@@ -23,7 +23,7 @@ type Outcome struct {
 // neither argument and changes neither; the returned record shares rec's
 // and ev's response slices, which it never writes to.
 func Step(rec *core.Record, ev *core.Event, p *core.Policy) Outcome {
-	c := change{Outcome: Outcome{Record: *rec}, was: rec, ev: ev, p: p,
+	c := change{Outcome: Outcome{Record: *rec}, was: rec, ev: *ev, p: p,
 		now: ev.Now.Round(0)} // records outlive processes: wall-clock time only
 	if why := refusal(rec, ev); why != "" {
 		c.refuse(why)
@@ -63,10 +63,13 @@ func refusal(rec *core.Record, ev *core.Event) string {
 }
 
 // change is one Step under way: the outcome so far, and what it is about.
+// It holds a copy of the event, not the caller's: the rows store what the
+// event carries into the record, which would make the caller's event
+// escape to the heap, and the simulator steps the model on every write.
 type change struct {
 	Outcome
 	was *core.Record
-	ev  *core.Event
+	ev  core.Event
 	p   *core.Policy
 	now time.Time
 }
