@@ -51,6 +51,22 @@ func TestHeartbeatWritesExactlyOneLease(t *testing.T) {
 	}
 }
 
+// TestVersionBumpedByOneWhateverTheEvent: a write whose event the checker
+// does not know (a live run's server: the model cannot say what it
+// leaves) is still held to the version one above the record's, neither
+// kept nor bumped by two.
+func TestVersionBumpedByOneWhateverTheEvent(t *testing.T) {
+	w, reqs := ruleWorld(t, 1)
+	now := epoch.Add(time.Hour)
+	for version, want := range map[uint64]int{3: invLifecycle, 4: -1, 5: invLifecycle} {
+		prev := core.Record{Scope: reqs[0].key, Status: core.StatusInProgress, Fingerprint: reqs[0].fp, Token: 7, Version: 3, CreatedAt: epoch, LockedUntil: now, ExpiresAt: epoch.Add(w.policy.TTL)}
+		after := prev
+		after.Version, after.LockedUntil = version, now.Add(w.policy.LeaseDuration)
+		w.check.life.written(ownerUpdate(core.EventInvalid, &prev, &after, now))
+		expect(t, w, want, fmt.Sprintf("an update of an unknown event writing version %d over version 3", version))
+	}
+}
+
 // TestResolveGivesUpAtExactlyTheMaximum: the reconciler's still-unknown
 // answer that brings a record to the policy's maximum gives it up (no
 // longer scheduled); one short of it schedules the next look at base *
