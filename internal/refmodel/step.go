@@ -19,13 +19,13 @@ type Outcome struct {
 	Record core.Record
 }
 
-// Step is what the table of SPEC §5 says ev does to rec under p. It keeps
-// neither argument and changes neither; the returned record shares rec's
-// and ev's response slices, which it never writes to.
+// Step is what the table of SPEC §5 says ev does to rec under p. It
+// changes none of its arguments and keeps none; the returned record shares
+// rec's or ev's response slices, which it never writes to.
 func Step(rec *core.Record, ev *core.Event, p *core.Policy) Outcome {
 	c := change{Outcome: Outcome{Record: *rec}, was: rec, ev: *ev, p: p,
 		now: ev.Now.Round(0)} // records outlive processes: wall-clock time only
-	if why := refusal(rec, ev); why != "" {
+	if why := refusal(ev); why != "" {
 		c.refuse(why)
 		return c.Outcome
 	}
@@ -46,7 +46,7 @@ func Step(rec *core.Record, ev *core.Event, p *core.Policy) Outcome {
 // table reads a time on every event, a token on every event but a sweep
 // (a reserve's is the fresh one the store handed out), a fingerprint on a
 // reserve, and a verdict on a resolve.
-func refusal(rec *core.Record, ev *core.Event) string {
+func refusal(ev *core.Event) string {
 	switch {
 	case ev.Kind == core.EventInvalid || ev.Kind > core.EventSweep:
 		return "unknown event"
