@@ -97,9 +97,10 @@
 // checked on the fast path alone.
 // 9, bad input taken (a key with a space at an end, a policy out of range,
 // a stored header value with CR or LF); 10, a deadline judged on the wrong
-// side of its instant (expires_at, locked_until, a due time), by the
-// checker's own reading of the SPEC §5 table, or a Due
-// that leaves out a due record. Invariant 3 also covers the fingerprint:
+// side of its instant (expires_at, locked_until, a due time) in any step
+// the core takes, by the checker's own "now >= deadline" (check_table.go:
+// no decision or record of the table, only the side of each instant), or
+// a Due that leaves out a due record. Invariant 3 also covers the fingerprint:
 // two different requests (by the checker's own pre-image) never share one,
 // and invariant 6 a Mismatch on a key that only ever carried one payload,
 // and a write that does not end a wait on its record.
