@@ -61,23 +61,34 @@ type findingSeen struct {
 }
 
 // writeSeen is one write the store applied, with what the checker knows
-// of the event behind it.
+// of the event behind it. It holds copies of the record written and of the
+// event, not the writer's: the checker steps the model on them, and a
+// pointer to the writer's would make them escape to the heap on every
+// write.
 type writeSeen struct {
 	m      *opMeta
 	scope  int32
 	prev   *core.Record // the shadow before the write
-	after  *core.Record // the record written; status absent for a delete
+	after  core.Record  // the record written; status absent for a delete
 	kind   core.WriteKind
-	expect core.Write  // the precondition (ExpectVersion is known on the fast path and for compare-and-set)
-	ev     *core.Event // the event, on the fast path; nil when only the caller is known
-	now    time.Time   // the store's time the event was applied at
+	expect core.Write // the precondition (ExpectVersion is known on the fast path and for compare-and-set)
+	ev     core.Event // the event, on the fast path; kind EventInvalid when only the caller is known
+	now    time.Time  // the store's time the event was applied at
+}
+
+// known is the event behind x if the store told it (the fast path), else nil.
+func (x *writeSeen) known() *core.Event {
+	if x.ev.Kind == core.EventInvalid {
+		return nil
+	}
+	return &x.ev
 }
 
 // eventKind is the event behind x: the fast path's, else what the caller
 // applies (servers name it; the sweeper only sweeps, the reconciler only
 // resolves). EventInvalid: unknown (a live run's servers share one caller).
 func (x *writeSeen) eventKind() core.EventKind {
-	if x.ev != nil {
+	if x.ev.Kind != core.EventInvalid {
 		return x.ev.Kind
 	}
 	switch x.m.actor {
@@ -157,12 +168,12 @@ func (l *lifeChecker) due(kind store.DueKind, rec *core.Record) {
 // the event is known, the record the table leaves for it (the reference
 // model), with the seed's policy.
 func (l *lifeChecker) written(x *writeSeen) {
-	fast := x.ev != nil && l.step.pending // decided stepped the model for it
+	fast := x.known() != nil && l.step.pending // decided stepped the model for it
 	l.step.pending = false
 	if l.w.stopped || x.scope < 0 || !l.wellFormed(x) {
 		return
 	}
-	prev, after := x.prev, x.after
+	prev, after := x.prev, &x.after
 	if after.Status == core.StatusUnknown && prev.Status != core.StatusUnknown {
 		*l.counter(x.scope) = 0
 	}
@@ -174,7 +185,7 @@ func (l *lifeChecker) written(x *writeSeen) {
 		*l.counter(x.scope)++
 	}
 	if !fast {
-		ev := eventOf(x.m, x.scope, kind, x.ev, x.now, prev, after)
+		ev := eventOf(x.m, x.scope, kind, x.known(), x.now, prev, after)
 		l.step.out, l.step.token = refmodel.Step(prev, &ev, &l.w.policy), ev.Token
 	}
 	if why := heldTo(&l.step.out, x); why != "" {
@@ -187,7 +198,7 @@ func (l *lifeChecker) written(x *writeSeen) {
 // version 1 on insert and one more on every update, and a record of its
 // status's shape. It reports whether x passed.
 func (l *lifeChecker) wellFormed(x *writeSeen) bool {
-	prev, after := x.prev, x.after
+	prev, after := x.prev, &x.after
 	switch x.kind {
 	case core.WriteInsert:
 		if prev.Exists() {
@@ -225,8 +236,8 @@ func heldTo(want *refmodel.Outcome, x *writeSeen) string {
 	case want.Write.Kind != x.kind:
 		return fmt.Sprintf("the table answers %v and writes %v", want.Decision.Kind, want.Write.Kind)
 	}
-	if f := refmodel.Diff(&want.Record, x.after); f != "" {
-		return "its " + f + " is not the table's: want " + describeRecord(&want.Record) + ", wrote " + describeRecord(x.after)
+	if f := refmodel.Diff(&want.Record, &x.after); f != "" {
+		return "its " + f + " is not the table's: want " + describeRecord(&want.Record) + ", wrote " + describeRecord(&x.after)
 	}
 	return ""
 }

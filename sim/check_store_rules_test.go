@@ -15,7 +15,7 @@ import (
 // lifecycle checker (the event itself unknown: the load-then-write path).
 func ownerUpdate(ev core.EventKind, prev, after *core.Record, now time.Time) *writeSeen {
 	m := &opMeta{actor: ActorServer, event: ev, attempt: prev.Token, now: now}
-	return &writeSeen{m: m, scope: 0, prev: prev, after: after, kind: core.WriteUpdate,
+	return &writeSeen{m: m, scope: 0, prev: prev, after: *after, kind: core.WriteUpdate,
 		expect: core.Write{Kind: core.WriteUpdate, ExpectVersion: prev.Version, ExpectToken: prev.Token}, now: now}
 }
 
@@ -97,7 +97,7 @@ func TestResolveGivesUpAtExactlyTheMaximum(t *testing.T) {
 		*w.check.life.counter(0) = c.before
 		finding := &findingSeen{set: true, scope: 0, token: 7, verdict: core.VerdictStillUnknown}
 		m := &opMeta{actor: ActorReconciler, finding: finding, now: now}
-		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: &after, kind: core.WriteUpdate,
+		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: after, kind: core.WriteUpdate,
 			expect: core.Write{Kind: core.WriteUpdate, ExpectVersion: 5, ExpectToken: 7}, now: now})
 		expect(t, w, c.want, fmt.Sprintf("still unknown for the %dth time of %d: %s", c.before+1, max, c.what))
 	}
@@ -125,7 +125,7 @@ func TestResolveHeldToTheCheckedAttempt(t *testing.T) {
 		after.CompletedAt, after.ExpiresAt, after.ReconcileAfter, after.LockedUntil = now, now.Add(w.policy.TTL), time.Time{}, time.Time{}
 		finding := &findingSeen{set: true, scope: 0, token: c.about, verdict: core.VerdictExecuted, response: stored}
 		m := &opMeta{actor: ActorReconciler, finding: finding, now: now}
-		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: &after, kind: core.WriteUpdate,
+		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: after, kind: core.WriteUpdate,
 			expect: core.Write{Kind: core.WriteUpdate, ExpectVersion: 5, ExpectToken: 7}, now: now})
 		expect(t, w, c.want, "a finding about "+c.what+" completing the record")
 	}

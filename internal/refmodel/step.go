@@ -23,7 +23,7 @@ type Outcome struct {
 // changes none of its arguments and keeps none; the returned record shares
 // rec's or ev's response slices, which it never writes to.
 func Step(rec *core.Record, ev *core.Event, p *core.Policy) Outcome {
-	c := change{Outcome: Outcome{Record: *rec}, was: rec, ev: *ev, p: p,
+	c := change{Outcome: Outcome{Record: *rec}, was: *rec, ev: *ev, p: p,
 		now: ev.Now.Round(0)} // records outlive processes: wall-clock time only
 	if why := refusal(ev); why != "" {
 		c.refuse(why)
@@ -63,19 +63,20 @@ func refusal(ev *core.Event) string {
 }
 
 // change is one Step under way: the outcome so far, and what it is about.
-// It holds a copy of the event, not the caller's: the rows store what the
-// event carries into the record, which would make the caller's event
-// escape to the heap, and the simulator steps the model on every write.
+// It holds copies of the record and the event, not the caller's: the rows
+// store what they carry into the outcome, which would make the caller's
+// record and event (and whatever holds pointers to them) escape to the
+// heap, and the simulator steps the model on every store write.
 type change struct {
 	Outcome
-	was *core.Record
+	was core.Record
 	ev  core.Event
 	p   *core.Policy
 	now time.Time
 }
 
 func (c *change) refuse(why string) {
-	c.Outcome = Outcome{Refusal: why, Record: *c.was}
+	c.Outcome = Outcome{Refusal: why, Record: c.was}
 }
 
 // answer decides k and writes nothing (yet).
