@@ -43,7 +43,8 @@ func compareWithModel(src core.Source, step stepFunc) {
 		cur, ev := w.Next(src)
 		disturb(src, cur, &ev, p)
 		tr, next, err := step(*cur, ev, *p)
-		want := refmodel.Step(cur, &ev, p)
+		var want refmodel.Outcome
+		refmodel.Step(&want, cur, &ev, p)
 		if why := disagreement(tr, &next, err, &want); why != "" {
 			src.Fatalf("%v (token %d) at %s on %s: %s", ev.Kind, ev.Token, ev.Now.Format(time.RFC3339Nano), cur.Describe(), why)
 		}

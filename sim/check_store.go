@@ -186,7 +186,8 @@ func (l *lifeChecker) written(x *writeSeen) {
 	}
 	if !fast {
 		ev := eventOf(x.m, x.scope, kind, x.known(), x.now, prev, after)
-		l.step.out, l.step.token = refmodel.Step(prev, &ev, &l.w.policy), ev.Token
+		refmodel.Step(&l.step.out, prev, &ev, &l.w.policy)
+		l.step.token = ev.Token
 	}
 	if why := heldTo(&l.step.out, x); why != "" {
 		l.fail(invLifecycle, x.scope, "%v of token %d wrote %v -> %v (%v): %s", kind, l.step.token, prev.Status, after.Status, x.kind, why)
@@ -252,7 +253,7 @@ func (l *lifeChecker) decided(m *opMeta, scope int32, prev *core.Record, ev *cor
 	}
 	e := eventOf(m, scope, ev.Kind, ev, a.Now, prev, &a.Record)
 	want := &l.step.out
-	*want = refmodel.Step(prev, &e, &l.w.policy)
+	refmodel.Step(want, prev, &e, &l.w.policy)
 	l.step.pending, l.step.token = a.Transition.Write.Kind != core.WriteNone, e.Token
 	got, why := a.Transition, ""
 	switch {

@@ -107,8 +107,9 @@ func TestReserveAtExpiry(t *testing.T) {
 	} {
 		rec := core.Record{Scope: scope, Status: c.st, Fingerprint: fpA, Token: 7, Version: 2, CreatedAt: t0, LockedUntil: at, ExpiresAt: at}
 		ev := core.Event{Kind: core.EventReserve, Fingerprint: c.fp, Token: 8, Now: c.now}
-		if got := Step(&rec, &ev, &p).Decision.Kind; got != c.want {
-			t.Errorf("reserve on a %v record due at %v, at %v: %v, want %v", c.st, at, c.now, got, c.want)
+		var o Outcome
+		if Step(&o, &rec, &ev, &p); o.Decision.Kind != c.want {
+			t.Errorf("reserve on a %v record due at %v, at %v: %v, want %v", c.st, at, c.now, o.Decision.Kind, c.want)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // reserve is the Reserve table of SPEC §5.
 func (c *change) reserve() {
-	rec := &c.was
+	rec := c.was
 	if !binds(rec, c.now) {
 		c.newIncarnation()
 		return

@@ -19,15 +19,19 @@ type Outcome struct {
 	Record core.Record
 }
 
-// Step is what the table of SPEC §5 says ev does to rec under p. It
-// changes none of its arguments and keeps none; the returned record shares
-// rec's or ev's response slices, which it never writes to.
-func Step(rec *core.Record, ev *core.Event, p *core.Policy) Outcome {
-	c := change{Outcome: Outcome{Record: *rec}, was: *rec, ev: *ev, p: p,
+// Step fills out with what the table of SPEC §5 says ev does to rec under
+// p. It changes none of rec, ev and p and keeps none of them; the record
+// it leaves shares rec's or ev's response slices, which it never writes
+// to. It fills the caller's outcome rather than returning one because an
+// outcome holds a whole record, and the simulator steps the model on
+// every store write.
+func Step(out *Outcome, rec *core.Record, ev *core.Event, p *core.Policy) {
+	*out = Outcome{Record: *rec}
+	c := change{Outcome: out, was: rec, ev: *ev, p: p,
 		now: ev.Now.Round(0)} // records outlive processes: wall-clock time only
 	if why := refusal(ev); why != "" {
 		c.refuse(why)
-		return c.Outcome
+		return
 	}
 	switch ev.Kind {
 	case core.EventReserve:
@@ -39,7 +43,6 @@ func Step(rec *core.Record, ev *core.Event, p *core.Policy) Outcome {
 	case core.EventSweep:
 		c.sweep()
 	}
-	return c.Outcome
 }
 
 // refusal is why ev cannot be applied to any record, "" when it can: the
@@ -63,20 +66,19 @@ func refusal(ev *core.Event) string {
 }
 
 // change is one Step under way: the outcome so far, and what it is about.
-// It holds copies of the record and the event, not the caller's: the rows
-// store what they carry into the outcome, which would make the caller's
-// record and event (and whatever holds pointers to them) escape to the
-// heap, and the simulator steps the model on every store write.
+// It holds a copy of the event, not the caller's: the rows store what it
+// carries into the outcome, which would make the caller's event escape to
+// the heap (an allocation on every store write the simulator checks).
 type change struct {
-	Outcome
-	was core.Record
+	*Outcome
+	was *core.Record
 	ev  core.Event
 	p   *core.Policy
 	now time.Time
 }
 
 func (c *change) refuse(why string) {
-	c.Outcome = Outcome{Refusal: why, Record: c.was}
+	*c.Outcome = Outcome{Refusal: why, Record: *c.was}
 }
 
 // answer decides k and writes nothing (yet).

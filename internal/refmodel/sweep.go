@@ -8,7 +8,7 @@ import "github.com/idemkit/idem/core"
 // tombstone or into nothing; a tombstone past its retention is pruned. The
 // TTL never ends an in_progress or unknown record.
 func (c *change) sweep() {
-	rec := &c.was
+	rec := c.was
 	switch {
 	case rec.Status == core.StatusInProgress && c.due(rec.LockedUntil):
 		c.becomeUnknown(codeLeaseExpired)
