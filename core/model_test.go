@@ -23,9 +23,9 @@ func step(rec core.Record, ev core.Event, p core.Policy) (core.Transition, core.
 // (internal/refmodel, the second reading of SPEC §5) side by side over
 // random worlds and compares, for every event, the refusal, the decision
 // (kind, token and retry hint), the write and every field of the record
-// left. It runs over rapid's worlds (a failure shrinks) and over 500
-// fixed ones (a failure names its seed), so that every run reaches states
-// a hundred random worlds may miss, such as a second unknown spell of one
+// left. It runs over rapid's worlds (a failure shrinks) and over the same
+// 500 seeded worlds on every run, so that every run reaches states a
+// hundred random worlds may miss, such as a second unknown spell of one
 // incarnation.
 func TestCoreAgreesWithReferenceModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) { compareWithModel(core.RapidSource(t), step) })
