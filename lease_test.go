@@ -244,7 +244,7 @@ func TestLeaseReckoning(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // the host's clock
-	storeNow := t0.Add(time.Hour)                    // the store's, an hour ahead: only durations cross
+	storeNow := t0.Add(time.Hour)                     // the store's, an hour ahead: only durations cross
 	f.ApplyDone(&store.Applied{Now: storeNow, Record: core.Record{Status: core.StatusInProgress, Token: 7, LockedUntil: storeNow.Add(lease)},
 		Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionExecute, Token: 7}}}, nil)
 	if f.Next().Kind != idem.EffectRun {

@@ -3,7 +3,8 @@
 // another) that plants one realistic bug in one layer: the core, the
 // store's Op and the memory store, the executor, the fingerprint, the
 // PostgreSQL driver, the conformance suite, the HTTP middleware and its
-// example, the wasm hosts (Go and Node), and the simulator's checkers.
+// example, the wasm hosts (Go and Node), the simulator's checkers, and the
+// reference model of the lifecycle that core's tests and the simulator share.
 // `make mutants` (mutants/cmd/mutate) applies each without touching the
 // working tree, runs every test layer that reaches it and prints the kill
 // matrix. MUTANTS.md holds the last run.
@@ -15,7 +16,7 @@ import "slices"
 
 // Mutant is one planted bug.
 type Mutant struct {
-	ID   string // stable name, prefixed by area: core-, op-, mem-, exec-, fp-, pgx-, suite-, http-, wasm-, js-, sim-
+	ID   string // stable name, prefixed by area: core-, op-, mem-, exec-, fp-, pgx-, suite-, http-, wasm-, js-, sim-, ref-
 	File string // path from the module root
 	Old  string // a snippet that occurs exactly once in File
 	New  string // what replaces it
@@ -37,4 +38,5 @@ var Catalogue = slices.Concat(coreMutants, storeMutants, execMutants, fpMutants,
 	wasmMutants,
 	jsMutants,
 	simMutants,
+	refMutants,
 )

@@ -5,7 +5,10 @@ package mutants
 // whether a run broke SPEC §6, which nothing else checks. Each weakens one
 // rule, so that a bug of the product it was written to see passes; the
 // area's own tests (go test ./sim/ ./cmd/simrun/ ./linearizability/) must
-// show that every rule still fires on a planted bug.
+// show that every rule still fires on a planted bug. Four weaken the
+// reference model the lifecycle checker holds writes to
+// (internal/refmodel, where its rules moved with issue 21): they kept
+// their IDs, and their area is the model's (mutants/cmd/mutate/areas.go).
 var simMutants = []Mutant{
 	// ---- sim/check.go: fencing, incarnations, replays, the end state ----
 	{
@@ -126,7 +129,8 @@ var simMutants = []Mutant{
 		Desc:   "a Due listing one short of its limit is taken as cut short by the limit",
 		Breaks: "§5 Due (every due record listed, up to the limit); invariant 10",
 	},
-	// ---- sim/check_store.go --------------------------------------------
+	// ---- sim/check_store.go, sim/check_event.go and the reference model they use
+	// (internal/refmodel) ------------------------------------------------
 	{
 		ID: "sim-abandoned-trusts-record", File: "sim/check_store.go",
 		Old:    "return rec.ReconcileAfter.IsZero() && rec.ReconcileAttempts >= max && *l.counter(scope) >= max",
@@ -142,45 +146,45 @@ var simMutants = []Mutant{
 		Breaks: "§4 version bumped by one on every write; invariant 8",
 	},
 	{
-		ID: "sim-abandon-past-max", File: "sim/check_store.go",
-		Old:    "\t\tif after.ReconcileAttempts >= p.ReconcileAttemptsMax {",
-		New:    "\t\tif after.ReconcileAttempts > p.ReconcileAttemptsMax {",
-		Desc:   "a record is expected to be given up one still-unknown answer past the policy's maximum",
+		ID: "sim-abandon-past-max", File: "internal/refmodel/resolve.go",
+		Old:    "\tif r.ReconcileAttempts >= c.p.ReconcileAttemptsMax {",
+		New:    "\tif r.ReconcileAttempts > c.p.ReconcileAttemptsMax {",
+		Desc:   "the checkers' reference model gives a record up one still-unknown answer past the policy's maximum",
 		Breaks: "§5 Resolve still unknown (given up at exactly attempts_max); invariant 8",
 	},
 	{
 		ID: "sim-unchanged-skips-mark-unknown", File: "sim/check_store.go",
-		Old:    "\tcase core.EventMarkUnknown, core.EventHeartbeat:\n\t\tif owned && prev.Status == core.StatusInProgress {",
-		New:    "\tcase core.EventHeartbeat:\n\t\tif owned && prev.Status == core.StatusInProgress {",
+		Old:    "\tcase got.Write.Kind == core.WriteNone && want.Write.Kind != core.WriteNone:",
+		New:    "\tcase got.Write.Kind == core.WriteNone && want.Write.Kind != core.WriteNone && ev.Kind != core.EventMarkUnknown:",
 		Desc:   "an owner's MarkUnknown that wrote nothing on its in_progress record is not reported",
 		Breaks: "§5 MarkUnknown (in_progress → unknown); invariant 8",
 	},
 	{
-		ID: "sim-bindsat-off-by-one", File: "sim/check_store.go",
+		ID: "sim-bindsat-off-by-one", File: "internal/refmodel/reserve.go",
 		Old:    "\t\treturn now.Before(rec.ExpiresAt)\n\t}\n\treturn false",
 		New:    "\t\treturn !now.After(rec.ExpiresAt)\n\t}\n\treturn false",
-		Desc:   "the checker's reference holds a settled record to its key at the very instant of its expires_at",
+		Desc:   "the checkers' reference model holds a settled record to its key at the very instant of its expires_at",
 		Breaks: "§5 Reserve row 1 (now >= expires_at → execute); invariant 8",
 	},
 	{
-		ID: "sim-resolve-finding-token-dropped", File: "sim/check_store.go",
-		Old:    "verdict, token, response = f.verdict, f.token, &f.response",
-		New:    "verdict, response = f.verdict, &f.response",
+		ID: "sim-resolve-finding-token-dropped", File: "sim/check_event.go",
+		Old:    "ev.Verdict, ev.Token, ev.Response = f.verdict, f.token, f.response",
+		New:    "ev.Verdict, ev.Response = f.verdict, f.response",
 		Desc:   "a Resolve is not held to the attempt its reconciler's Check was about",
 		Breaks: "§5 Resolve (fenced by the attempt's token); §6.4 fencing",
 	},
 	{
-		ID: "sim-heartbeat-too-long-allowed", File: "sim/check_store.go",
-		Old:    "if after.Status != core.StatusInProgress || !after.LockedUntil.Equal(want) {",
-		New:    "if after.Status != core.StatusInProgress || after.LockedUntil.Before(want) {",
-		Desc:   "a heartbeat is held to extending the lease at least to now + lease, not to exactly that",
+		ID: "sim-heartbeat-too-long-allowed", File: "internal/refmodel/diff.go",
+		Old:    "\tcase !want.LockedUntil.Equal(got.LockedUntil):",
+		New:    "\tcase got.LockedUntil.Before(want.LockedUntil):",
+		Desc:   "a written lease is held to ending no earlier than the reference model's, not exactly then: a heartbeat may extend it past now + lease",
 		Breaks: "§5 Heartbeat \"locked_until = max(locked_until, now + lease)\"; invariant 8",
 	},
-	// ---- sim/response.go -----------------------------------------------
+	// ---- internal/refmodel/diff.go: the checkers' response comparison ---
 	{
-		ID: "sim-same-response-header-count", File: "sim/response.go",
-		Old:    "slices.Equal(a.Headers, b.Headers)",
-		New:    "len(a.Headers) == len(b.Headers)",
+		ID: "sim-same-response-header-count", File: "internal/refmodel/diff.go",
+		Old:    "\tfor i := range a {\n\t\tif a[i] != b[i] {\n\t\t\treturn false\n\t\t}\n\t}\n",
+		New:    "",
 		Desc:   "the checkers' response comparison counts the headers instead of comparing them",
 		Breaks: "§6.2 replay fidelity (a replay with other header values passes)",
 	},

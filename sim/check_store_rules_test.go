@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/refmodel"
 	"github.com/idemkit/idem/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // lifecycle checker (the event itself unknown: the load-then-write path).
 func ownerUpdate(ev core.EventKind, prev, after *core.Record, now time.Time) *writeSeen {
 	m := &opMeta{actor: ActorServer, event: ev, attempt: prev.Token, now: now}
-	return &writeSeen{m: m, scope: 0, prev: prev, after: after, kind: core.WriteUpdate,
+	return &writeSeen{m: m, scope: 0, prev: prev, after: *after, kind: core.WriteUpdate,
 		expect: core.Write{Kind: core.WriteUpdate, ExpectVersion: prev.Version, ExpectToken: prev.Token}, now: now}
 }
 
@@ -50,6 +51,22 @@ func TestHeartbeatWritesExactlyOneLease(t *testing.T) {
 	}
 }
 
+// TestVersionBumpedByOneWhateverTheEvent: a write whose event the checker
+// does not know (a live run's server: the model cannot say what it
+// leaves) is still held to the version one above the record's, neither
+// kept nor bumped by two.
+func TestVersionBumpedByOneWhateverTheEvent(t *testing.T) {
+	w, reqs := ruleWorld(t, 1)
+	now := epoch.Add(time.Hour)
+	for version, want := range map[uint64]int{3: invLifecycle, 4: -1, 5: invLifecycle} {
+		prev := core.Record{Scope: reqs[0].key, Status: core.StatusInProgress, Fingerprint: reqs[0].fp, Token: 7, Version: 3, CreatedAt: epoch, LockedUntil: now, ExpiresAt: epoch.Add(w.policy.TTL)}
+		after := prev
+		after.Version, after.LockedUntil = version, now.Add(w.policy.LeaseDuration)
+		w.check.life.written(ownerUpdate(core.EventInvalid, &prev, &after, now))
+		expect(t, w, want, fmt.Sprintf("an update of an unknown event writing version %d over version 3", version))
+	}
+}
+
 // TestResolveGivesUpAtExactlyTheMaximum: the reconciler's still-unknown
 // answer that brings a record to the policy's maximum gives it up (no
 // longer scheduled); one short of it schedules the next look at base *
@@ -75,12 +92,12 @@ func TestResolveGivesUpAtExactlyTheMaximum(t *testing.T) {
 		after := prev
 		after.Version, after.ReconcileAttempts, after.ReconcileAfter = 6, c.before+1, time.Time{}
 		if c.scheduled {
-			after.ReconcileAfter = now.Add(reconcileBackoff(p, c.before))
+			after.ReconcileAfter = now.Add(refmodel.ReconcileBackoff(p, c.before))
 		}
 		*w.check.life.counter(0) = c.before
 		finding := &findingSeen{set: true, scope: 0, token: 7, verdict: core.VerdictStillUnknown}
 		m := &opMeta{actor: ActorReconciler, finding: finding, now: now}
-		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: &after, kind: core.WriteUpdate,
+		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: after, kind: core.WriteUpdate,
 			expect: core.Write{Kind: core.WriteUpdate, ExpectVersion: 5, ExpectToken: 7}, now: now})
 		expect(t, w, c.want, fmt.Sprintf("still unknown for the %dth time of %d: %s", c.before+1, max, c.what))
 	}
@@ -108,7 +125,7 @@ func TestResolveHeldToTheCheckedAttempt(t *testing.T) {
 		after.CompletedAt, after.ExpiresAt, after.ReconcileAfter, after.LockedUntil = now, now.Add(w.policy.TTL), time.Time{}, time.Time{}
 		finding := &findingSeen{set: true, scope: 0, token: c.about, verdict: core.VerdictExecuted, response: stored}
 		m := &opMeta{actor: ActorReconciler, finding: finding, now: now}
-		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: &after, kind: core.WriteUpdate,
+		w.check.life.written(&writeSeen{m: m, scope: 0, prev: &prev, after: after, kind: core.WriteUpdate,
 			expect: core.Write{Kind: core.WriteUpdate, ExpectVersion: 5, ExpectToken: 7}, now: now})
 		expect(t, w, c.want, "a finding about "+c.what+" completing the record")
 	}
@@ -116,47 +133,27 @@ func TestResolveHeldToTheCheckedAttempt(t *testing.T) {
 
 // TestOwnerEventsThatWriteNothing: on the fast path, an owner's event the
 // table says changes its in_progress record (Complete, Fail, MarkUnknown,
-// Heartbeat) must have written; one that wrote nothing breaks invariant
-// 8. Another attempt's event writes nothing, rightly.
+// Heartbeat) must have written; one answered as the table answers that
+// wrote nothing breaks invariant 8. Another attempt's event writes
+// nothing, rightly.
 func TestOwnerEventsThatWriteNothing(t *testing.T) {
 	w, reqs := ruleWorld(t, 1)
 	now := epoch.Add(time.Hour)
 	w.shadow[0] = core.Record{Scope: reqs[0].key, Status: core.StatusInProgress, Fingerprint: reqs[0].fp, Token: 7, Version: 1, CreatedAt: epoch, LockedUntil: now.Add(time.Minute)}
-	for _, kind := range []core.EventKind{core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat} {
+	for kind, answer := range map[core.EventKind]core.DecisionKind{
+		core.EventComplete: core.DecisionCompleted, core.EventFail: core.DecisionFailed,
+		core.EventMarkUnknown: core.DecisionMarkedUnknown, core.EventHeartbeat: core.DecisionExtended,
+	} {
 		for _, token := range []core.Token{7, 6} {
 			ev := core.Event{Kind: kind, Token: token, Now: now, Response: paidResponse(reqs[0])}
-			w.check.life.unchanged(0, &ev, &store.Applied{Now: now})
-			want := -1
-			if token == 7 {
-				want = invLifecycle
+			a := store.Applied{Now: now, Before: core.StatusInProgress, Record: w.shadow[0]}
+			a.Transition.Decision.Kind = answer
+			want := invLifecycle
+			if token != 7 {
+				a.Transition.Decision.Kind, want = core.DecisionStale, -1
 			}
-			expect(t, w, want, fmt.Sprintf("%v of attempt %d on attempt 7's record, unwritten", kind, token))
-		}
-	}
-}
-
-// TestReferenceTableAtExpiry: the checker's own table (decisionFor) frees
-// a settled record's key at exactly its expires_at, and not a nanosecond
-// before.
-func TestReferenceTableAtExpiry(t *testing.T) {
-	w, reqs := ruleWorld(t, 1)
-	at := epoch.Add(time.Hour)
-	other := core.Fingerprint{0x0f}
-	for _, c := range []struct {
-		st   core.Status
-		fp   core.Fingerprint
-		now  time.Time
-		want core.DecisionKind
-	}{
-		{core.StatusCompleted, reqs[0].fp, at, core.DecisionExecute},
-		{core.StatusCompleted, reqs[0].fp, at.Add(-1), core.DecisionReplay},
-		{core.StatusFailedRetryable, other, at, core.DecisionExecute},
-		{core.StatusFailedRetryable, other, at.Add(-1), core.DecisionMismatch},
-	} {
-		prev := core.Record{Scope: reqs[0].key, Status: c.st, Fingerprint: reqs[0].fp, Token: 7, Version: 2, CreatedAt: epoch, ExpiresAt: at}
-		ev := core.Event{Kind: core.EventReserve, Fingerprint: c.fp, Now: c.now}
-		if got := decisionFor(&w.policy, &prev, &ev, c.now).Kind; got != c.want {
-			t.Errorf("reserve on a %v record expiring at %v, at %v: %v, want %v", c.st, fmtStamp(at), fmtStamp(c.now), got, c.want)
+			w.check.life.decided(&opMeta{actor: ActorServer, event: kind, attempt: token}, 0, &w.shadow[0], &ev, &a)
+			expect(t, w, want, fmt.Sprintf("%v of attempt %d on attempt 7's record, answered %v, unwritten", kind, token, a.Transition.Decision.Kind))
 		}
 	}
 }

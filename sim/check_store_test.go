@@ -111,18 +111,6 @@ func TestLifecycleCheckerCatchesPlantedBugs(t *testing.T) {
 	}
 }
 
-// TestReconcileBackoffReference: the checker's own backoff is base * 2^n,
-// capped, whatever n.
-func TestReconcileBackoffReference(t *testing.T) {
-	p := core.DefaultPolicy()
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap = 100*time.Millisecond, time.Second
-	for n, want := range map[uint32]time.Duration{0: 100 * time.Millisecond, 1: 200 * time.Millisecond, 3: 800 * time.Millisecond, 4: time.Second, 1 << 31: time.Second} {
-		if got := reconcileBackoff(&p, n); got != want {
-			t.Errorf("backoff after %d answers: %v, want %v", n, got, want)
-		}
-	}
-}
-
 // epochForZero is a broken memory store: a zero time reads back as the
 // Unix epoch (the bug of a driver that stores unset times as 0).
 type epochForZero struct{ *memstore.Store }

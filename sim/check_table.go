@@ -11,10 +11,18 @@ import (
 // deadline is "now >= the deadline" — a settled record is no longer live
 // at exactly its expires_at, a lease is over at exactly its locked_until,
 // a record is due at exactly its due time (a heartbeat's extension is the
-// lifecycle checker's, check_store.go, on the write). It judges each transition the
-// core makes, and each Due listing, by these rules of its own, from the
-// record before the event and the store's time; it never asks the core.
-// With a coarse store clock (storeClock) the boundaries are met often.
+// lifecycle checker's, check_store.go, on the write). It judges each
+// transition the core makes, and each Due listing, by these rules of its
+// own, from the record before the event and the store's time; it never
+// asks the core. With a coarse store clock (storeClock) the boundaries are
+// met often.
+//
+// It is not a third copy of the table: it computes no decision and no
+// record, only on which side of its instant each deadline falls, and it
+// sees what the lifecycle checker (which holds writes to the reference
+// model) does not: every step, those over a stale read that never reach
+// the store included, and the store's Due listings, which are no row of
+// the table.
 
 // observeStep is step (core.Step if nil) with the checker watching every
 // transition: the store and every Op step through it. It changes nothing.

@@ -96,14 +96,22 @@
 // says changes the record that left it unchanged, a decision of the fast
 // path's Apply other than the table's, or a Result.Recorded
 // that claims a completion the store does not hold; and 0 for the store
-// itself, a read that differs from the last write. Invariant 8 keeps its
-// own small reference of each rule (check_store.go), never package core's:
-// a bug planted in the core would otherwise be planted in its checker.
+// itself, a read that differs from the last write. Invariant 8 holds each
+// write, field by field, to the record the reference model of the
+// lifecycle leaves (internal/refmodel, check_store.go), and each fast-path
+// answer to its decision; never to package core's: a bug planted in the
+// core would otherwise be planted in its checker. The model is the one
+// other reading of SPEC §5 in idem, the same that core's property test
+// holds the core to. On the load-then-write path the checker knows the
+// event only by its caller (check_event.go), so what the table copies
+// into the record as it is (a fingerprint, a response, an error code) is
+// checked on the fast path alone.
 // 9, bad input taken (a key with a space at an end, a policy out of range,
 // a stored header value with CR or LF); 10, a deadline judged on the wrong
-// side of its instant (expires_at, locked_until, a due time), by the
-// checker's own reading of the SPEC §5 table, or a Due
-// that leaves out a due record. Invariant 3 also covers the fingerprint:
+// side of its instant (expires_at, locked_until, a due time) in any step
+// the core takes, by the checker's own "now >= deadline" (check_table.go:
+// no decision or record of the table, only the side of each instant), or
+// a Due that leaves out a due record. Invariant 3 also covers the fingerprint:
 // two different requests (by the checker's own pre-image) never share one,
 // and invariant 6 a Mismatch on a key that only ever carried one payload,
 // and a write that does not end a wait on its record.

@@ -1,10 +1,10 @@
 package sim
 
 import (
-	"bytes"
 	"slices"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/refmodel"
 )
 
 // Responses cross the simulated network and sit in pooled buffers as they
@@ -28,13 +28,10 @@ func copyResponse(r core.Response) core.Response {
 }
 
 // sameResponse reports whether a and b are byte for byte the same answer:
-// status, schema version, every header (name and value, in order) and the
-// body. It is the checker's own comparison, so that a broken
-// core.Response.Equal cannot pass for a correct one.
-func sameResponse(a, b core.Response) bool {
-	return a.StatusCode == b.StatusCode && a.SchemaVersion == b.SchemaVersion &&
-		slices.Equal(a.Headers, b.Headers) && bytes.Equal(a.Body, b.Body)
-}
+// the reference model's comparison (refmodel.SameResponse), which is also
+// how the lifecycle checker holds a stored response to the table's, so
+// that a broken core.Response.Equal cannot pass for a correct one.
+func sameResponse(a, b core.Response) bool { return refmodel.SameResponse(a, b) }
 
 // reuseBuffer overwrites r's slices in place, as the next request served
 // from the same pooled buffer would.

@@ -282,12 +282,9 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 		c.meta.now = out.Now
 		i, known := w.scopeIndex(scope)
 		if known {
-			w.check.life.decided(i, &w.shadow[i], &ev, out)
+			w.check.life.decided(c.meta, i, &w.shadow[i], &ev, out)
 		}
 		if out.Transition.Write.Kind == core.WriteNone {
-			if known {
-				w.check.life.unchanged(i, &ev, out)
-			}
 			c.meta.heard(&out.Record, &ev)
 		} else {
 			c.applied(&out.Record, out.Transition.Write.Kind, out.Transition.Write, &ev)
@@ -316,12 +313,15 @@ func storesResponse(ev *core.Event) bool {
 func (c callerStore) applied(rec *core.Record, kind core.WriteKind, expect core.Write, ev *core.Event) {
 	w := c.s.w
 	if scope, ok := w.scopeIndex(rec.Scope); ok {
-		after := rec
+		x := writeSeen{m: c.meta, scope: scope, prev: &w.shadow[scope], after: *rec, kind: kind, expect: expect, now: c.meta.now}
 		if kind == core.WriteDelete {
-			after = &core.Record{Scope: rec.Scope}
+			x.after = core.Record{Scope: rec.Scope}
 		}
-		w.check.life.written(&writeSeen{m: c.meta, scope: scope, prev: &w.shadow[scope], after: after, kind: kind, expect: expect, ev: ev, now: c.meta.now})
-		c.meta.heard(after, ev)
+		if ev != nil {
+			x.ev = *ev
+		}
+		w.check.life.written(&x)
+		c.meta.heard(&x.after, ev)
 	}
 	w.applied(c.meta, rec, kind, expect.ExpectToken)
 }

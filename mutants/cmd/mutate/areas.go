@@ -38,6 +38,11 @@ var (
 	simReach  = [layerCount]bool{layerUnit: true, layerOwn: true, layerConf: true, layerSim: true, layerLin: true, layerLive: true}
 	ownReach  = [layerCount]bool{layerOwn: true}
 	confReach = [layerCount]bool{layerOwn: true, layerConf: true}
+	// refReach: the reference model is what core's property test (the
+	// unit layer) and the simulator's lifecycle checker (in every
+	// simulator run, -live too: its sweeper's and reconciler's writes)
+	// hold the core to; nothing else runs it.
+	refReach = [layerCount]bool{layerUnit: true, layerOwn: true, layerSim: true, layerLin: true, layerLive: true}
 )
 
 // areas are every area, by name; areaOf says which a file is in.
@@ -53,10 +58,11 @@ var areas = map[string]*area{
 	"wasm":      {name: "wasm", own: []string{"go", "test", "./wasm/"}, timeout: 4 * time.Minute, reach: ownReach},
 	"wasm-js":   {name: "wasm-js", own: []string{"node", "--test"}, node: true, timeout: 3 * time.Minute, reach: ownReach},
 	"sim":       {name: "sim", own: []string{"go", "test", "./sim/", "./cmd/simrun/", "./linearizability/"}, timeout: 6 * time.Minute, reach: ownReach},
+	"ref":       {name: "ref", reach: refReach},
 }
 
 // areaOrder is the order areas are reported in.
-var areaOrder = []string{"core", "store", "mem", "exec", "fp", "pgx", "storetest", "http", "wasm", "wasm-js", "sim"}
+var areaOrder = []string{"core", "store", "mem", "exec", "fp", "pgx", "storetest", "http", "wasm", "wasm-js", "sim", "ref"}
 
 // areaOf is the area of file, a path from the module root.
 func areaOf(file string) *area {
@@ -66,6 +72,8 @@ func areaOf(file string) *area {
 		return areas["exec"]
 	case strings.HasPrefix(dir, "core"):
 		return areas["core"]
+	case strings.HasPrefix(dir, "internal/refmodel"):
+		return areas["ref"]
 	case strings.HasPrefix(dir, "store/mem"):
 		return areas["mem"]
 	case strings.HasPrefix(dir, "store/pgx"):

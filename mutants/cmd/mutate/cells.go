@@ -39,11 +39,12 @@ func plainCell(res result) cell {
 }
 
 var pkgShort = map[string]string{
-	"github.com/idemkit/idem":             "root",
-	"github.com/idemkit/idem/core":        "core",
-	"github.com/idemkit/idem/store":       "store",
-	"github.com/idemkit/idem/store/mem":   "mem",
-	"github.com/idemkit/idem/fingerprint": "fp",
+	"github.com/idemkit/idem":                   "root",
+	"github.com/idemkit/idem/core":              "core",
+	"github.com/idemkit/idem/internal/refmodel": "refmodel",
+	"github.com/idemkit/idem/store":             "store",
+	"github.com/idemkit/idem/store/mem":         "mem",
+	"github.com/idemkit/idem/fingerprint":       "fp",
 }
 
 // unitCell names the packages whose tests failed.

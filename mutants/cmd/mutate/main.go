@@ -10,10 +10,11 @@
 // mutant the layers that reach its area (areas.go) run in order, each with
 // its own timeout:
 //
-//	unit         go test ./core/ ./store/ ./store/mem/ . ./fingerprint/, the
-//	             memory store's conformance test skipped
+//	unit         go test ./core/ ./internal/refmodel/ ./store/ ./store/mem/ .
+//	             ./fingerprint/, the memory store's conformance test skipped
 //	own          the tests of the mutant's own area: the unit layer for the
-//	             core, store, executor and fingerprint, and with the
+//	             core, store, executor, fingerprint and the reference model
+//	             of the lifecycle (internal/refmodel), and with the
 //	             conformance layer for the memory store; go test
 //	             ./store/pgx/, ./store/storetest/, ./idemhttp/ with the
 //	             example, ./wasm/, ./sim/ with simrun and linearizability;
