@@ -113,10 +113,13 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 	if action == nil {
 		return Result{}, newError(ErrInvalidRequest, errNilAction, 0)
 	}
+	// The scratch goes back to the pool where Do returns or raises the
+	// action's panic again, not in a defer: a deferred call is a tenth of
+	// a replay. (A store that panics leaves its scratch to the collector.)
 	s := scratchPool.Get().(*doScratch)
-	defer putScratch(s)
 	f := &s.flow
 	if err := e.BeginIn(f, req); err != nil {
+		putScratch(s)
 		return Result{}, err
 	}
 	h := doHost{e: e, ctx: ctx, s: s}
@@ -130,15 +133,25 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 		case EffectWait:
 			h.wait(f, eff, &req.Scope)
 		case EffectDone:
-			if eff.Panic != nil {
-				panic(eff.Panic) // recorded as unknown; now the caller's to handle
+			r, err := f.Result()
+			p := eff.Panic
+			putScratch(s)
+			if p != nil {
+				panic(p) // recorded as unknown; now the caller's to handle
 			}
-			return f.Result()
+			return r, err
 		}
 	}
 }
 
 var errNilAction = errors.New("nil action")
+
+// hostEpoch is a reading of the host's clock at start-up. Do keeps the
+// send time of each apply as the time since it, read from the monotonic
+// clock alone (the Lease compares host times by their monotonic readings
+// only): a time.Now reads the wall clock too, and on every request's path
+// that cost a replay a twentieth of its time.
+var hostEpoch = time.Now()
 
 // doHost is what one Do keeps while it hosts its Flow: the caller's
 // context and its pooled scratch. (The request's scope is passed to each
@@ -164,7 +177,7 @@ func (h *doHost) apply(f *Flow, eff *Effect, scope *Scope) {
 		return
 	}
 	a := &h.s.applied
-	h.s.sent = time.Now()
+	h.s.sent = time.Since(hostEpoch)
 	var err error
 	if eff.Held != nil {
 		err = store.ApplyHeld(ctx, h.e.store, eff.Held, eff.Event, &h.e.policy, a)
@@ -185,7 +198,7 @@ func (h *doHost) apply(f *Flow, eff *Effect, scope *Scope) {
 type doScratch struct {
 	flow    Flow
 	applied store.Applied
-	sent    time.Time
+	sent    time.Duration // since hostEpoch
 	outcome *outcomeCtx
 }
 
@@ -229,7 +242,7 @@ func (h *doHost) wait(f *Flow, eff *Effect, scope *Scope) {
 // record before Do raises it again.
 func (h *doHost) run(f *Flow, scope *Scope, action Action) (resp Response, err error) {
 	actx, cancel := context.WithCancelCause(h.ctx)
-	b := h.e.startHeartbeat(*scope, f.Lease(h.s.sent), cancel)
+	b := h.e.startHeartbeat(*scope, f.Lease(hostEpoch.Add(h.s.sent)), cancel)
 	defer func() {
 		b.stop()
 		cancel(nil)

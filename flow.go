@@ -202,6 +202,14 @@ func (f *Flow) ApplyDone(a *store.Applied, err error) {
 	count(f.ex.metrics, f.req.Scope.UseCase, f.eff.Event.Kind, a, err)
 	switch f.state {
 	case flowReserve:
+		if err == nil && a.Transition.Decision.Kind == core.DecisionReplay {
+			// The hot path (a retry of a settled key), in place: a Result
+			// is large.
+			replayed(a, &f.result)
+			f.err = nil
+			f.end()
+			return
+		}
 		f.reserved(a, err)
 	case flowRecord:
 		f.recorded(a, err)
@@ -248,10 +256,6 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		f.eff.Kind = EffectRun
 		f.eff.Attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: &f.ex.policy, metrics: f.ex.metrics,
 			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
-	case core.DecisionReplay:
-		replayed(a, &f.result) // in place: a Result is large, and a replay is the hot path
-		f.err = nil
-		f.end()
 	case core.DecisionMismatch:
 		f.done(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))
 	case core.DecisionReconciling:

@@ -162,9 +162,13 @@ func (m *MemMetrics) Labels(c Counter) []Labels {
 // counters mean the same whoever caused the transition. The core refusing
 // an event is the caller's bad input and counts nothing here.
 func count(m Metrics, useCase string, ev core.EventKind, a *store.Applied, err error) {
-	if _, nop := m.(NopMetrics); nop {
-		return // the default: no labels to build
+	if _, nop := m.(NopMetrics); !nop { // the default: no labels to build, and no call
+		countEvent(m, useCase, ev, a, err)
 	}
+}
+
+// countEvent is count for metrics that count.
+func countEvent(m Metrics, useCase string, ev core.EventKind, a *store.Applied, err error) {
 	switch {
 	case err == nil:
 		observe(m, ev, a)

@@ -153,7 +153,7 @@ var execMutants = []Mutant{
 	},
 	{
 		ID: "exec-lease-from-answer", File: "executor.go",
-		Old:    "\tb := h.e.startHeartbeat(*scope, f.Lease(h.s.sent), cancel)\n",
+		Old:    "\tb := h.e.startHeartbeat(*scope, f.Lease(hostEpoch.Add(h.s.sent)), cancel)\n",
 		New:    "\tb := h.e.startHeartbeat(*scope, f.Lease(time.Now()), cancel)\n",
 		Desc:   "the first lease is reckoned from when the reserve's answer arrived, not from when it was sent: a slow answer stretches it",
 		Breaks: "§5 lease rule (told by the lease's end as the store reckons it)",
