@@ -349,10 +349,12 @@ type reconcileWorld struct {
 	// given up to an operator leaves its clients without an answer, which
 	// a run may show now and then, not in every seed.
 	ledgerLag time.Duration
-	// sweepEvery is how often the sweeper runs: the config's, or on some
-	// seeds five times as seldom (a batch job, or its one instance down),
-	// so that leases run out and records stay in_progress for seconds, and
-	// late owners write to them before any sweep marked them unknown.
+	// sweepEvery is how often the sweeper runs while the faults last: the
+	// config's, or on some seeds five times as seldom (a batch job, or its
+	// one instance down), so that leases run out and records stay
+	// in_progress for seconds, and late owners write to them before any
+	// sweep marked them unknown. Once the faults stop, it runs as often as
+	// the config says.
 	sweepEvery time.Duration
 	rng        *rand.Rand // the stream of the Checks' slowness
 }

@@ -139,8 +139,8 @@ func (s *server) serve(att *attempt) {
 	if att.req.badKey != "" {
 		key.Key = att.req.badKey
 	}
-	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope}
-	err = w.ex.BeginIn(&c.flow, idem.Request{Scope: key, Fingerprint: fp})
+	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: w.pools.flow()}
+	err = w.ex.BeginIn(c.call, idem.Request{Scope: key, Fingerprint: fp})
 	w.check.begun(att.req, key.Key, err)
 	if err != nil && att.req.badKey != "" {
 		w.foreignReserve(key, fp) // foreign.go: a host with only the core's refusals
@@ -150,12 +150,12 @@ func (s *server) serve(att *attempt) {
 	}
 	if err != nil {
 		// Bad input: refused for good, and the client does not send it again.
+		w.pools.putFlow(c.call)
 		a := toAnswer(idem.Result{}, err)
 		a.definitive, a.refused = true, true
 		w.sendAnswer(s, att, a)
 		return
 	}
-	c.call = &c.flow
 	att.calls = append(att.calls, c)
 	c.advance()
 }
@@ -163,7 +163,6 @@ func (s *server) serve(att *attempt) {
 // serverCall hosts one request's idem.Flow on a server: it performs each
 // effect with latency and faults, on virtual time.
 type serverCall struct {
-	flow   idem.Flow // the request's, made in place: one allocation a call
 	s      *server
 	epoch  int
 	att    *attempt
@@ -245,6 +244,8 @@ func (c *serverCall) advance() {
 			// Raised again once recorded: the server's handler dies with it,
 			// and the client's connection drops without an answer.
 			c.s.w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatPanic, Token: c.token})
+			c.s.w.pools.putFlow(c.call)
+			c.call = nil
 			return
 		}
 		if c.s.crashes(c.scope) { // after complete, before the response
@@ -270,15 +271,20 @@ func (c *serverCall) run(r *opRun, kind uint8, ev core.Event) {
 // compare-and-set path the calls are a store.Op's (load, then a write); on
 // the fast path there is one, Apply.
 type opRun struct {
-	op      store.Op
-	held    *core.Record  // the record the attempt's reserve left (Effect.Held), for its outcome
-	applied store.Applied // what the fast path did
-	err     error         // the fast path's error
-	done    bool          // the fast path's one call was made
+	// op (the compare-and-set path) or applied (the fast path's result) is
+	// taken from the world's pool while an event is under way, and given
+	// back once its caller heard the outcome (opAnswer): a kilobyte a
+	// server call would otherwise allocate and clear.
+	op      *store.Op
+	applied *store.Applied
+	held    *core.Record // the record the attempt's reserve left (Effect.Held), for its outcome
+	err     error        // the fast path's error
+	done    bool         // the fast path's one call was made
 	ev      core.Event
 	meta    opMeta
 	st      store.Store // the store as this caller sees it (meta names it)
-	fast    bool        // st is an Applier: one call, Apply
+	view    callerApplier
+	fast    bool // st is an Applier: one call, Apply
 }
 
 // Kinds of serverCall events.
@@ -298,6 +304,7 @@ const (
 	evTxStep                       // the store's answer to the action's own completion (FaultCompleteInDiffers)
 	evLeaseTell                    // the lease's TellBy: tell the action if no beat extended it
 	evActionFinish                 // the action returns what it committed in its own transaction (after more work)
+	evArmTell                      // arm the lease's timer, if the action still runs
 )
 
 func (c *serverCall) handle(kind uint8) {
@@ -316,6 +323,10 @@ func (c *serverCall) handle(kind uint8) {
 		c.tellIfLost()
 	case evActionFinish:
 		c.finishAction(c.buf, nil, actionCompleted)
+	case evArmTell:
+		if !c.hbStop {
+			c.armTell()
+		}
 	default:
 		c.actionStep(kind)
 	}
@@ -324,12 +335,24 @@ func (c *serverCall) handle(kind uint8) {
 // runOp starts applying ev for c in r; done gets the outcome.
 func (w *world) runOp(c *serverCall, r *opRun, kind uint8, meta opMeta, ev core.Event) {
 	if r.st == nil {
-		r.st = w.storeView(w.store.view(&r.meta))
+		// The view lives in r: a server call's store view allocates nothing.
+		r.view = callerApplier{callerStore{w.store, &r.meta}}
+		var st store.Store = &r.view.callerStore
+		if w.fastPath {
+			st = &r.view
+		}
+		r.st = w.storeView(st)
 		_, r.fast = r.st.(store.Applier)
 	}
 	if r.fast {
+		if r.applied == nil {
+			r.applied = w.pools.applied()
+		}
 		r.ev, r.done, r.err = ev, false, nil
 	} else {
+		if r.op == nil {
+			r.op = w.pools.op()
+		}
 		r.op.Reset(w.scopes[meta.scope], ev, &w.policy)
 		r.op.UseStep(w.step)
 	}
@@ -343,9 +366,9 @@ func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
 	r.meta.returnAt = w.now + lat
 	if r.fast {
 		if r.held != nil {
-			r.err = store.ApplyHeld(context.Background(), r.st, r.held, r.ev, &w.policy, &r.applied)
+			r.err = store.ApplyHeld(context.Background(), r.st, r.held, r.ev, &w.policy, r.applied)
 		} else {
-			r.err = store.Apply(context.Background(), r.st, w.scopes[r.meta.scope], r.ev, &w.policy, &r.applied)
+			r.err = store.Apply(context.Background(), r.st, w.scopes[r.meta.scope], r.ev, &w.policy, r.applied)
 		}
 		r.done = true
 	} else {
@@ -357,7 +380,7 @@ func (w *world) opCall(c *serverCall, r *opRun, kind uint8) {
 // result is r's outcome once it is over (ok false: a store call is still to make).
 func (r *opRun) result() (a *store.Applied, err error, ok bool) {
 	if r.fast {
-		return &r.applied, r.err, r.done
+		return r.applied, r.err, r.done
 	}
 	a, err = r.op.Result()
 	return a, err, r.op.Done()
@@ -381,6 +404,7 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	m := &r.meta
 	if kind == evTxStep {
 		c.txDone(a, err) // not the Flow's: nothing for it to hear, count or recount
+		w.pools.release(r)
 		return
 	}
 	if err != nil {
@@ -392,13 +416,16 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	case kind == evHbStep:
 		w.heard(m, a, err) // check_live.go: what the Lease is told, checked and recounted
 		c.beaten(a, err)
+		w.pools.release(r)
 	case err != nil && !c.detached && c.att.gone:
+		w.pools.release(r)
 		c.call.Gone(context.Canceled) // as Do: the call failed and the client had hung up
 		c.advance()
 	default:
 		w.heard(m, a, err)                              // what the Flow is told, checked and recounted
 		w.check.flowHeard(c, m.event, c.sentAt, a, err) // check_flow.go
 		c.call.ApplyDone(a, err)
+		w.pools.release(r) // the Flow read *a during ApplyDone only
 		c.advance()
 	}
 }
@@ -426,7 +453,14 @@ func (c *serverCall) runAction(at idem.Attempt) {
 	w.check.gatewayCall(c.scope, at.Token)
 	w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: s.id, What: WhatGatewayCall, Token: at.Token})
 	c.heartbeat(c.lease.Interval())
-	c.armTell()
+	if now := hostTime(w.now); c.lease.TellBy().Before(now.Add(c.lease.Interval())) {
+		c.armTell()
+	} else {
+		// Most actions end long before their lease: the lease's timer is
+		// armed at the first beat's time (a lane, not the heap), which is
+		// still before TellBy, whatever that beat does.
+		w.afterOnH(s, c.epoch, int64(c.lease.Interval()), c, evArmTell)
+	}
 	if w.fault(FaultGatewayRefuse, w.rng.gateway) {
 		w.afterOnH(s, c.epoch, w.netLatency(), c, evActionRefused)
 		return
@@ -720,6 +754,8 @@ func (c *serverCall) reply() {
 		// handed out the store's own memory replays the edit next time.
 		reuseBuffer(&res.Response)
 	}
+	c.s.w.pools.putFlow(c.call)
+	c.call = nil
 }
 
 // sendAnswer sends a to the client of att, through the lossy network.

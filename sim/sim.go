@@ -58,6 +58,7 @@ type world struct {
 	payloads payloadSpace // the seed's payload vocabulary and fingerprint specs
 	waiters  [][]*waiter  // by scope: the servers waiting for its record to change
 
+	pools   pools // what server calls reuse (pools.go)
 	check   checker
 	recount counterRecount // the servers' counters, as the checker recounts them from what the servers heard
 	plant   plantedBugs    // set only by the tests that show a checker catches them
@@ -206,16 +207,26 @@ func (w *world) start() {
 
 // convergeBound is how long after healing the run waits for convergence:
 // past it, anything unsettled breaks invariant 5 or 6. Leases, backoffs,
-// timeouts and worker ticks, plus a term for load: the arrivals come in a
-// fixed window and the workers take a fixed batch a tick, so above the
-// default 200 requests a seed the backlog they drain after healing grows
-// with the requests (at 1,000 a seed, 4 seeds in 10,000 took 54-60 s to
-// settle, past the 53 s of the fixed terms, and every one of them settled
-// within twice that; BENCHMARKS.md, sim-long).
+// timeouts and worker ticks, plus two terms for what is left to drain:
+// load (the arrivals come in a fixed window and the workers take a fixed
+// batch a tick, so above the default 200 requests a seed the backlog they
+// drain after healing grows with the requests; at 1,000 a seed, 4 seeds in
+// 10,000 took 54-60 s to settle, past the 53 s of the fixed terms), and
+// the records in progress or unknown as the faults stop, each of which the
+// reconciler must look at (its Checks are slow on some seeds: a tenth of
+// them take 0.3 to 1.5 s): a seed whose servers were paused most of the
+// time leaves nearly every key to it (BENCHMARKS.md, sim-long).
 func (w *world) convergeBound() int64 {
 	p := &w.policy
 	load := time.Duration(max(0, w.cfg.Requests-defaultRequests)) * 50 * time.Millisecond
-	return int64(3*p.LeaseDuration + 10*p.ReconcileBackoffCap + 10*w.cfg.ClientBackoffCap + 4*w.cfg.ClientTimeout + 20*w.cfg.ReconcileEvery + load)
+	backlog := 0
+	for i := range w.shadow {
+		if s := w.shadow[i].Status; s == core.StatusInProgress || s == core.StatusUnknown {
+			backlog++
+		}
+	}
+	return int64(3*p.LeaseDuration + 10*p.ReconcileBackoffCap + 10*w.cfg.ClientBackoffCap + 4*w.cfg.ClientTimeout + 20*w.cfg.ReconcileEvery +
+		load + time.Duration(backlog)*150*time.Millisecond)
 }
 
 func (w *world) loop() {

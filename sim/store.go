@@ -75,15 +75,22 @@ type callerStore struct {
 // view returns the store for a caller described by meta: its own methods,
 // and the inner store's fast path on the seeds that use it.
 func (s *faultyStore) view(meta *opMeta) store.Store {
-	c := callerStore{s, meta}
-	l := store.Layer{Outer: c, Inner: s.inner}
 	if s.w.fastPath {
-		l.Apply = c.apply
+		return callerApplier{callerStore{s, meta}}
 	}
-	return store.Wrap(l)
+	return callerStore{s, meta}
 }
 
-var _ store.Store = callerStore{}
+// StepFunc implements store.Stepper: store.Apply and store.Op step what
+// the caller applies through the core the memory store runs (the checker
+// watching every transition), as they would find it below a store.Wrap.
+func (c callerStore) StepFunc() core.StepFunc { return c.s.w.step }
+
+var (
+	_ store.Store   = callerStore{}
+	_ store.Stepper = callerStore{}
+	_ store.Applier = callerApplier{}
+)
 
 func (s *faultyStore) failBefore() bool { return s.w.fault(FaultStoreErrorBefore, s.w.rng.store) }
 
@@ -248,10 +255,14 @@ func (c callerStore) Wait(ctx context.Context, scope core.Scope, v uint64, t cor
 	return c.s.inner.Wait(ctx, scope, v, t)
 }
 
-// apply puts the store faults around the memory store's Apply: an error
-// before it applies, and an error after its write applied.
-func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
-	return func(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+// callerApplier is callerStore on the seeds that use the memory store's
+// fast path: Apply puts the store faults around the memory store's, an
+// error before it applies and an error after its write applied.
+type callerApplier struct{ callerStore }
+
+// Apply implements store.Applier.
+func (c callerApplier) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
+	{
 		s, w := c.s, c.s.w
 		c.calling(scope)
 		op := linearizability.LifecycleOperation{Scope: scope, Event: ev}
@@ -273,7 +284,7 @@ func (c callerStore) apply(next store.ApplyFunc) store.ApplyFunc {
 			w.lifeHistory(c.meta, op)
 			return c.refused(scope, ev.Token, &ev.Response)
 		}
-		err := next(ctx, scope, ev, p, out) // the memory store's errors are the core's: nothing written
+		err := c.s.inner.Apply(ctx, scope, ev, p, out) // the memory store's errors are the core's: nothing written
 		op.SetApplied(ev, out, err)
 		if err != nil {
 			w.lifeHistory(c.meta, op)

@@ -98,7 +98,11 @@ func (a *workerActor) resume() {
 	case d != runEnded:
 		a.w.after(d, a.resume)
 	case a.after():
-		a.w.after(a.every, a.tick)
+		every := a.every
+		if a.w.healed && a.meta.actor == ActorSweeper {
+			every = int64(a.w.cfg.SweepEvery) // a seldom sweeper is a fault: it stops with the others
+		}
+		a.w.after(every, a.tick)
 	}
 }
 
