@@ -11,51 +11,46 @@ import (
 // bytes a run allocates. What a crash drops is left to the collector. The
 // order things are reused in changes nothing a run decides.
 type pools struct {
-	flows    []*idem.Flow
-	ops      []*store.Op
-	applieds []*store.Applied
+	flows    freeList[idem.Flow]
+	ops      freeList[store.Op]
+	applieds freeList[store.Applied]
 }
 
-func (p *pools) flow() *idem.Flow {
-	if n := len(p.flows); n > 0 {
-		f := p.flows[n-1]
-		p.flows = p.flows[:n-1]
-		return f
+// freeList is a stack of values to use again.
+type freeList[T any] []*T
+
+// take is a value from the list, or a new one.
+func (l *freeList[T]) take() *T {
+	n := len(*l)
+	if n == 0 {
+		return new(T)
 	}
-	return new(idem.Flow)
+	x := (*l)[n-1]
+	*l = (*l)[:n-1]
+	return x
 }
+
+func (l *freeList[T]) put(x *T) { *l = append(*l, x) }
+
+func (p *pools) flow() *idem.Flow { return p.flows.take() }
 
 // putFlow gives f back once its call is over (idem.Executor.BeginIn makes
 // a used Flow new again).
-func (p *pools) putFlow(f *idem.Flow) { p.flows = append(p.flows, f) }
+func (p *pools) putFlow(f *idem.Flow) { p.flows.put(f) }
 
-func (p *pools) op() *store.Op {
-	if n := len(p.ops); n > 0 {
-		o := p.ops[n-1]
-		p.ops = p.ops[:n-1]
-		return o
-	}
-	return new(store.Op)
-}
+func (p *pools) op() *store.Op { return p.ops.take() }
 
-func (p *pools) applied() *store.Applied {
-	if n := len(p.applieds); n > 0 {
-		a := p.applieds[n-1]
-		p.applieds = p.applieds[:n-1]
-		return a
-	}
-	return new(store.Applied)
-}
+func (p *pools) applied() *store.Applied { return p.applieds.take() }
 
 // release gives back what r took for the event it applied, once its caller
 // heard the outcome.
 func (p *pools) release(r *opRun) {
 	if r.op != nil {
-		p.ops = append(p.ops, r.op)
+		p.ops.put(r.op)
 		r.op = nil
 	}
 	if r.applied != nil {
-		p.applieds = append(p.applieds, r.applied)
+		p.applieds.put(r.applied)
 		r.applied = nil
 	}
 }
