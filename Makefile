@@ -8,7 +8,7 @@ FUZZPKGS ?= ./fingerprint/
 SIMSEEDS ?= 500
 
 MUTANTSEEDS    ?= 1000
-MUTANTLINSEEDS ?= 300
+MUTANTLINSEEDS ?= 500
 MUTANTSRUN     ?=
 
 .PHONY: sim sim-long test bench bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg bench-pg-million mutants

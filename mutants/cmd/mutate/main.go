@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.seeds, "seeds", 1000, "seeds of the plain simulator run")
-	fs.IntVar(&o.linSeeds, "lin-seeds", 300, "seeds of the simulator run with -lincheck")
+	fs.IntVar(&o.linSeeds, "lin-seeds", 500, "seeds of the simulator run with -lincheck (500: make sim's own run)")
 	fs.StringVar(&o.only, "run", "", "only the mutants whose ID matches this regular expression")
 	fs.StringVar(&o.md, "md", "", "also write the matrix as a markdown table to this file")
 	fs.BoolVar(&o.list, "list", false, "list the catalogue and exit")
