@@ -14,5 +14,5 @@ type (
 	Policy      = core.Policy
 )
 
-// DefaultPolicy returns the defaults of SPEC §5.
-func DefaultPolicy() Policy { return core.DefaultPolicy() }
+// PolicyDefault returns the defaults of SPEC §5.
+func PolicyDefault() Policy { return core.PolicyDefault() }

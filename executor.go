@@ -29,10 +29,10 @@ type Executor struct {
 // Option configures an Executor.
 type Option func(*Executor)
 
-// WithPolicy sets the lifecycle policy (DefaultPolicy otherwise).
+// WithPolicy sets the lifecycle policy (PolicyDefault otherwise).
 func WithPolicy(p Policy) Option { return func(e *Executor) { e.policy = p } }
 
-// WithMetrics sets where counters go (NopMetrics otherwise).
+// WithMetrics sets where counters go (MetricsNop otherwise).
 func WithMetrics(m Metrics) Option { return func(e *Executor) { e.metrics = m } }
 
 // WithOutcomeTimeout bounds the write of an action's outcome, which runs on a
@@ -50,7 +50,7 @@ func New(s store.Store, opts ...Option) (*Executor, error) {
 	if s == nil {
 		return nil, errors.New("idem: New: nil store")
 	}
-	e := &Executor{store: s, policy: DefaultPolicy(), metrics: NopMetrics{}, outcomeTimeout: 10 * time.Second}
+	e := &Executor{store: s, policy: PolicyDefault(), metrics: MetricsNop{}, outcomeTimeout: 10 * time.Second}
 	for _, o := range opts {
 		o(e)
 	}
@@ -58,7 +58,7 @@ func New(s store.Store, opts ...Option) (*Executor, error) {
 		return nil, err
 	}
 	if e.metrics == nil {
-		e.metrics = NopMetrics{}
+		e.metrics = MetricsNop{}
 	}
 	if e.heartbeatInterval == 0 {
 		e.heartbeatInterval = e.policy.LeaseDuration / 3

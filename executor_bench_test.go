@@ -63,7 +63,7 @@ func BenchmarkDo(b *testing.B) {
 func BenchmarkDoOverStore(b *testing.B) {
 	ctx := context.Background()
 	fp, resp, action, keys := benchFixture()
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	newStore := func() *memstore.Store { return memstore.New(memstore.Options{}) }
 	b.Run("new-key/store", func(b *testing.B) {
 		m, i := newStore(), 0
@@ -159,7 +159,7 @@ func BenchmarkReplayRatio(b *testing.B) {
 	const batch = 256
 	ctx := context.Background()
 	fp, _, action, keys := benchFixture()
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	m := memstore.New(memstore.Options{})
 	ex, _ := idem.New(m)
 	req := request(keys[0], fp)

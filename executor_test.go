@@ -86,17 +86,17 @@ type fixture struct {
 	clock   *fakeclock.Clock
 	mem     *memstore.Store
 	store   *flakyStore
-	metrics *idem.MemMetrics
+	metrics *idem.MetricsMem
 	ex      *idem.Executor
 	ran     atomic.Int32
 }
 
 func newFixture(t *testing.T, mutate func(*idem.Policy)) *fixture {
 	t.Helper()
-	f := &fixture{clock: fakeclock.New(), metrics: &idem.MemMetrics{}}
+	f := &fixture{clock: fakeclock.New(), metrics: &idem.MetricsMem{}}
 	f.mem = memstore.New(memstore.Options{Clock: f.clock.Now})
 	f.store = &flakyStore{Store: f.mem}
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	p.InFlightWait = 0
 	if mutate != nil {
 		mutate(&p)
@@ -333,7 +333,7 @@ func TestInFlightWaitReplaysOrAnswersInProgress(t *testing.T) {
 
 func TestHeartbeatKeepsALongActionsLease(t *testing.T) {
 	mem := memstore.New(memstore.Options{})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	p.LeaseDuration = 600 * time.Millisecond
 	p.InFlightWait = 0
 	ex, err := idem.New(mem, idem.WithPolicy(p), idem.WithHeartbeatInterval(50*time.Millisecond))
@@ -515,7 +515,7 @@ func TestCallerGivingUpWhileWaitingIsInProgress(t *testing.T) {
 }
 
 func TestMemMetricsCountsByLabel(t *testing.T) {
-	var m idem.MemMetrics
+	var m idem.MetricsMem
 	a := idem.Labels{UseCase: "payments.create", Event: "reserve", Decision: "execute"}
 	b := idem.Labels{UseCase: "refunds.create", Event: "reserve", Decision: "execute"}
 	m.Add(idem.CounterReserveCreated, a, 2)
@@ -530,7 +530,7 @@ func TestMemMetricsCountsByLabel(t *testing.T) {
 	if m.Total(idem.Counter(200)) != 0 || idem.Counter(200).Name() != "counter(200)" {
 		t.Fatal("an unknown counter")
 	}
-	var nop idem.NopMetrics
+	var nop idem.MetricsNop
 	nop.Add(idem.CounterStoreError, a, 1) // does nothing, and must not panic
 }
 

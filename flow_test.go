@@ -20,7 +20,7 @@ import (
 func TestFlowStepByStep(t *testing.T) {
 	clock := fakeclock.New()
 	mem := memstore.New(memstore.Options{Clock: clock.Now})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ex, err := idem.New(mem, idem.WithPolicy(p))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestFlowWaitEndsOnEitherClock(t *testing.T) {
 	for _, frozen := range []string{"store", "host"} {
 		clock := fakeclock.New()
 		mem := memstore.New(memstore.Options{Clock: clock.Now})
-		p := idem.DefaultPolicy()
+		p := idem.PolicyDefault()
 		ex, _ := idem.New(mem, idem.WithPolicy(p))
 		ctx := context.Background()
 		apply := func(c *idem.Flow) {

@@ -28,7 +28,7 @@ func TestHeartbeatKeepsItsExtension(t *testing.T) {
 	mem := memstore.New(memstore.Options{Clock: time.Now})
 	fs := &beatFailer{}
 	s := store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: fs.apply})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	p.LeaseDuration = lease
 	ex, err := idem.New(s, idem.WithPolicy(p))
 	if err != nil {

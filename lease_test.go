@@ -188,7 +188,7 @@ func TestAHungBeatIsCutShortSoTheNextExtends(t *testing.T) {
 func leaseExecutor(t *testing.T, lease, heartbeat time.Duration, layer func(store.ApplyFunc) store.ApplyFunc) (*memstore.Store, *idem.Executor) {
 	t.Helper()
 	mem := memstore.New(memstore.Options{Clock: time.Now})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	p.LeaseDuration = lease
 	ex, err := idem.New(store.Wrap(store.Layer{Outer: mem, Inner: mem, Apply: layer}), idem.WithPolicy(p), idem.WithHeartbeatInterval(heartbeat))
 	if err != nil {

@@ -84,14 +84,14 @@ type Metrics interface {
 	Add(c Counter, l Labels, n uint64)
 }
 
-// NopMetrics discards everything; it is the default.
-type NopMetrics struct{}
+// MetricsNop discards everything; it is the default.
+type MetricsNop struct{}
 
-func (NopMetrics) Add(Counter, Labels, uint64) {}
+func (MetricsNop) Add(Counter, Labels, uint64) {}
 
-// MemMetrics keeps counts in memory: for tests, the simulator and small
+// MetricsMem keeps counts in memory: for tests, the simulator and small
 // deployments that export them by hand.
-type MemMetrics struct {
+type MetricsMem struct {
 	mu    sync.Mutex
 	byLbl map[labelled]uint64
 }
@@ -102,7 +102,7 @@ type labelled struct {
 }
 
 // Add counts n for c and l.
-func (m *MemMetrics) Add(c Counter, l Labels, n uint64) {
+func (m *MetricsMem) Add(c Counter, l Labels, n uint64) {
 	if c >= counterCount {
 		return
 	}
@@ -115,7 +115,7 @@ func (m *MemMetrics) Add(c Counter, l Labels, n uint64) {
 }
 
 // Total is the sum of c over every label.
-func (m *MemMetrics) Total(c Counter) uint64 {
+func (m *MetricsMem) Total(c Counter) uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var n uint64
@@ -128,14 +128,14 @@ func (m *MemMetrics) Total(c Counter) uint64 {
 }
 
 // Count is c for exactly the labels l.
-func (m *MemMetrics) Count(c Counter, l Labels) uint64 {
+func (m *MetricsMem) Count(c Counter, l Labels) uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.byLbl[labelled{c, l}]
 }
 
 // Labels lists every label set seen for c, sorted.
-func (m *MemMetrics) Labels(c Counter) []Labels {
+func (m *MetricsMem) Labels(c Counter) []Labels {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ls []Labels
@@ -162,7 +162,7 @@ func (m *MemMetrics) Labels(c Counter) []Labels {
 // counters mean the same whoever caused the transition. The core refusing
 // an event is the caller's bad input and counts nothing here.
 func count(m Metrics, useCase string, ev core.EventKind, a *store.Applied, err error) {
-	if _, nop := m.(NopMetrics); !nop { // the default: no labels to build, and no call
+	if _, nop := m.(MetricsNop); !nop { // the default: no labels to build, and no call
 		countEvent(m, useCase, ev, a, err)
 	}
 }

@@ -61,7 +61,7 @@ func TestReconcilerSettlesUnknowns(t *testing.T) {
 func TestReconcilerBacksOffThenGivesUp(t *testing.T) {
 	f := newFixture(t, func(p *idem.Policy) {
 		p.ReconcileBackoffBase = time.Second
-		p.ReconcileBackoffCap = 4 * time.Second
+		p.ReconcileBackoffMax = 4 * time.Second
 		p.ReconcileAttemptsMax = 4
 	})
 	req := request(key1, payload)
@@ -159,7 +159,7 @@ func TestSweeperTurnsZombiesUnknown(t *testing.T) {
 		t.Fatal("zombie not counted")
 	}
 	// TTL never touches an unknown record.
-	f.clock.Advance(10 * core.TTLCap)
+	f.clock.Advance(10 * core.TTLMax)
 	if n, _ := sw.RunOnce(ctx); n != 0 || f.status(t, req) != core.StatusUnknown {
 		t.Fatal("an unknown record was swept")
 	}

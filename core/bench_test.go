@@ -8,7 +8,7 @@ import (
 // The Step benchmarks: 0 allocs/op and under 50 ns/op are the goals.
 
 func BenchmarkStepReserveAbsent(b *testing.B) {
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	cur := Record{Scope: scopeA}
 	ev := Event{Kind: EventReserve, Now: t0, Fingerprint: fpA, Token: 1}
 	b.ReportAllocs()
@@ -22,7 +22,7 @@ func BenchmarkStepReserveAbsent(b *testing.B) {
 }
 
 func BenchmarkStepReserveReplay(b *testing.B) {
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	cur := withStatus(inProgress(1), StatusCompleted)
 	ev := Event{Kind: EventReserve, Now: at(time.Minute), Fingerprint: fpA, Token: 2}
 	b.ReportAllocs()
@@ -36,7 +36,7 @@ func BenchmarkStepReserveReplay(b *testing.B) {
 }
 
 func BenchmarkStepComplete(b *testing.B) {
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	cur := inProgress(1)
 	ev := Event{Kind: EventComplete, Now: at(time.Second), Token: 1, Response: resp1}
 	b.ReportAllocs()
@@ -54,7 +54,7 @@ func BenchmarkStepComplete(b *testing.B) {
 func BenchmarkScopeValidate(b *testing.B) {
 	s := Scope{Tenant: "acme", Principal: "user-42", UseCase: "payments.create", Key: "550e8400-e29b-41d4-a716-446655440000"}
 	for b.Loop() {
-		if err := s.Validate(KeyBytesLimit); err != nil {
+		if err := s.Validate(KeyBytesMax); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -109,7 +109,7 @@
 //  3. Call Step with the record, the event and a policy that passes Validate.
 //     On an error nothing changed: report it, never write. Step refuses a
 //     scope that is not one (Scope.Validate; a reserve under the policy's
-//     KeyBytesMax, other events under KeyBytesLimit) and an error code that
+//     KeyBytesMax, other events under KeyBytesMax) and an error code that
 //     is not one, so a host needs no validation of its own; one that does
 //     I/O still validates a request before sending it anywhere.
 //  4. Perform Transition.Write atomically: insert only if the scope has no

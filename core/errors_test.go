@@ -15,7 +15,7 @@ import (
 )
 
 func TestBadInputIsAnError(t *testing.T) {
-	def := DefaultPolicy()
+	def := PolicyDefault()
 	ip := inProgress(7)
 	policy := func(f func(*Policy)) Policy { p := def; f(&p); return p }
 	scoped := func(f func(*Scope)) Record { r := Record{Scope: scopeA}; f(&r.Scope); return r }
@@ -56,10 +56,10 @@ func TestBadInputIsAnError(t *testing.T) {
 		{"resolve executed with a 204 body", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7, Verdict: VerdictExecuted, Response: Response{StatusCode: 204, Body: []byte("x")}}, def, ErrResponseInvalid},
 		{"resolve without a verdict", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7}, def, ErrUnknownVerdict},
 		{"resolve executed with an invalid response", withStatus(ip, StatusUnknown), Event{Kind: EventResolve, Now: t0, Token: 7, Verdict: VerdictExecuted}, def, ErrResponseInvalid},
-		{"TTL over the cap", ip, reserve, policy(func(p *Policy) { p.TTL = TTLCap + time.Nanosecond }), ErrInvalidPolicy},
+		{"TTL over the cap", ip, reserve, policy(func(p *Policy) { p.TTL = TTLMax + time.Nanosecond }), ErrInvalidPolicy},
 		{"non-positive lease", ip, reserve, policy(func(p *Policy) { p.LeaseDuration = 0 }), ErrInvalidPolicy},
 		{"zero policy", ip, reserve, Policy{}, ErrInvalidPolicy},
-		{"backoff cap below base", ip, reserve, policy(func(p *Policy) { p.ReconcileBackoffCap = time.Millisecond }), ErrInvalidPolicy},
+		{"backoff cap below base", ip, reserve, policy(func(p *Policy) { p.ReconcileBackoffMax = time.Millisecond }), ErrInvalidPolicy},
 		{"key bytes max over the limit", ip, reserve, policy(func(p *Policy) { p.KeyBytesMax = 256 }), ErrInvalidPolicy},
 		{"unknown expiry mode", ip, reserve, policy(func(p *Policy) { p.Expiry = 7 }), ErrInvalidPolicy},
 		{"record with unknown status", Record{Scope: scopeA, Status: 42}, reserve, def, ErrInvalidRecord},
@@ -67,12 +67,12 @@ func TestBadInputIsAnError(t *testing.T) {
 		{"record without token", func() Record { r := ip; r.Token = 0; return r }(), reserve, def, ErrInvalidRecord},
 		{"empty key", scoped(func(s *Scope) { s.Key = "" }), reserve, def, ErrInvalidKey},
 		{"short key", scoped(func(s *Scope) { s.Key = strings.Repeat("k", KeyBytesMin-1) }), reserve, def, ErrInvalidKey},
-		{"long key", scoped(func(s *Scope) { s.Key = strings.Repeat("k", KeyBytesLimit+1) }), reserve, def, ErrInvalidKey},
+		{"long key", scoped(func(s *Scope) { s.Key = strings.Repeat("k", KeyBytesMax+1) }), reserve, def, ErrInvalidKey},
 		{"key with a control character", scoped(func(s *Scope) { s.Key = "0123456789abcdef\x00" }), reserve, def, ErrInvalidKey},
 		{"key with a leading space", scoped(func(s *Scope) { s.Key = " 0123456789abcdef" }), reserve, def, ErrInvalidKey},
 		{"key with a trailing space", scoped(func(s *Scope) { s.Key = "0123456789abcdef " }), reserve, def, ErrInvalidKey},
 		{"key of spaces only", scoped(func(s *Scope) { s.Key = strings.Repeat(" ", 20) }), reserve, def, ErrInvalidKey},
-		{"tombstone retention over the cap", ip, reserve, policy(func(p *Policy) { p.TombstoneRetention = TTLCap + 1 }), ErrInvalidPolicy},
+		{"tombstone retention over the cap", ip, reserve, policy(func(p *Policy) { p.TombstoneRetention = TTLMax + 1 }), ErrInvalidPolicy},
 		{"zero tombstone retention", ip, reserve, policy(func(p *Policy) { p.TombstoneRetention = 0 }), ErrInvalidPolicy},
 		{"key with DEL", scoped(func(s *Scope) { s.Key = "0123456789abcdef\x7f" }), reserve, def, ErrInvalidKey},
 		{"non-ASCII key", scoped(func(s *Scope) { s.Key = "0123456789abcdéf" }), reserve, def, ErrInvalidKey},
@@ -105,16 +105,16 @@ func TestValidKeys(t *testing.T) {
 	for _, k := range []string{
 		"550e8400-e29b-41d4-a716-446655440000",
 		strings.Repeat("k", KeyBytesMin),
-		strings.Repeat("k", KeyBytesLimit),
+		strings.Repeat("k", KeyBytesMax),
 		"with space and ~!@#$%^&*()",
 	} {
-		if err := ValidateKey(k, KeyBytesLimit); err != nil {
+		if err := ValidateKey(k, KeyBytesMax); err != nil {
 			t.Errorf("ValidateKey(%q) = %v", k, err)
 		}
 	}
 	s := scopeA
 	s.Tenant = ""
-	if err := s.Validate(KeyBytesLimit); err != nil {
+	if err := s.Validate(KeyBytesMax); err != nil {
 		t.Errorf("empty tenant refused: %v", err)
 	}
 }
@@ -181,27 +181,27 @@ func TestPolicyValidateNamesEachField(t *testing.T) {
 	}{
 		{"lease", func(p *Policy) { p.LeaseDuration = -1 }},
 		{"TTL", func(p *Policy) { p.TTL = 0 }},
-		{"cap", func(p *Policy) { p.TTL = TTLCap + 1 }},
+		{"cap", func(p *Policy) { p.TTL = TTLMax + 1 }},
 		{"in-flight wait", func(p *Policy) { p.InFlightWait = -1 }},
 		{"in_flight_answer", func(p *Policy) { p.InFlightAnswer = 9 }},
 		{"retry-after", func(p *Policy) { p.RetryAfter = 0 }},
 		{"expiry_mode", func(p *Policy) { p.Expiry = 9 }},
 		{"fail_mode", func(p *Policy) { p.Fail = 9 }},
 		{"backoff base", func(p *Policy) { p.ReconcileBackoffBase = 0 }},
-		{"backoff cap", func(p *Policy) { p.ReconcileBackoffCap = p.ReconcileBackoffBase - 1 }},
+		{"backoff cap", func(p *Policy) { p.ReconcileBackoffMax = p.ReconcileBackoffBase - 1 }},
 		{"attempts max", func(p *Policy) { p.ReconcileAttemptsMax = 0 }},
 		{"key bytes max", func(p *Policy) { p.KeyBytesMax = KeyBytesMin - 1 }},
 		{"request bytes max", func(p *Policy) { p.RequestBytesMax = 0 }},
 		{"response bytes max", func(p *Policy) { p.ResponseBytesMax = -5 }},
 	} {
-		p := DefaultPolicy()
+		p := PolicyDefault()
 		c.mutate(&p)
 		err := p.Validate()
 		if !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), c.name) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	if err := p.Validate(); err != nil {
 		t.Fatalf("the default policy is invalid: %v", err)
 	}
@@ -269,7 +269,7 @@ func TestRefusedKnowsEveryError(t *testing.T) {
 // cannot replay; every other token character, a tab in a value, obs-text and
 // an empty 204 or 304 are stored.
 func TestResponseRulesAcceptWhatHTTPReplays(t *testing.T) {
-	def := DefaultPolicy()
+	def := PolicyDefault()
 	for _, r := range []Response{
 		{StatusCode: 200, Headers: []Header{{"!#$%&'*+-.^_`|~09azAZ", "a\tb é \x80\xff"}}},
 		{StatusCode: 204},

@@ -45,7 +45,7 @@ func mustStep(t interface {
 
 // inProgress is a record reserved by token at t0 with fingerprint fpA.
 func inProgress(token Token) Record {
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	return Record{
 		Scope: scopeA, Status: StatusInProgress, Fingerprint: fpA, Token: token, Version: 1,
 		LockedUntil: t0.Add(p.LeaseDuration), CreatedAt: t0, ExpiresAt: t0.Add(p.TTL),

@@ -21,7 +21,7 @@ func TestFormatMatchesFmt(t *testing.T) {
 		{"%v", []any{EventKind(200)}},
 		{"%v record with version 0", []any{StatusCompleted}},
 		{"lease duration %v must be positive", []any{-3 * time.Second}},
-		{"TTL %v is over the %v cap", []any{73 * time.Hour, TTLCap}},
+		{"TTL %v is over the %v cap", []any{73 * time.Hour, TTLMax}},
 		{"header %d: name byte 0x%02x at %d is not a token character", []any{2, byte('\n'), 0}},
 		{"header %q: control byte 0x%02x at %d in the value", []any{"X-A\r\n\"é", byte(0x7f), 12}},
 		{"%s has control character U+%04X at byte %d", []any{"principal", rune(0x85), 4}},

@@ -63,7 +63,7 @@ func TestGoldenScenarios(t *testing.T) {
 // runScenario replays the commands of src and returns src with every
 // expected output replaced by the actual one.
 func runScenario(t *testing.T, src string) string {
-	s := scenario{policy: DefaultPolicy(), cur: Record{Scope: scopeA}}
+	s := scenario{policy: PolicyDefault(), cur: Record{Scope: scopeA}}
 	var out strings.Builder
 	lines := strings.Split(strings.TrimRight(src, "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
@@ -146,7 +146,7 @@ func (s *scenario) run(t *testing.T, line string) string {
 			case "backoff_base":
 				s.policy.ReconcileBackoffBase = dur(k)
 			case "backoff_cap":
-				s.policy.ReconcileBackoffCap = dur(k)
+				s.policy.ReconcileBackoffMax = dur(k)
 			case "retention":
 				s.policy.TombstoneRetention = dur(k)
 			case "attempts_max":

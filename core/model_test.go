@@ -38,7 +38,7 @@ func TestCoreAgreesWithReferenceModel(t *testing.T) {
 func compareWithModel(src core.Source, step stepFunc) {
 	w := core.NewWorld(src)
 	p := w.Policy()
-	p.ReconcileBackoffCap = time.Duration(core.IntRange(src, "cap_s", 1, 60)) * time.Second
+	p.ReconcileBackoffMax = time.Duration(core.IntRange(src, "cap_s", 1, 60)) * time.Second
 	for range core.IntRange(src, "steps", 1, 200) {
 		cur, ev := w.Next(src)
 		disturb(src, cur, &ev, p)

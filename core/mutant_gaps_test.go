@@ -16,7 +16,7 @@ func TestCompleteAgainWithOtherHeaderValueIsConflict(t *testing.T) {
 		t.Fatalf("Equal(%s, %s) = true, want false: the header values differ", resp1.Describe(), other.Describe())
 	}
 	rec := withStatus(inProgress(7), StatusCompleted)
-	r := mustStep(t, rec, Event{Kind: EventComplete, Token: 7, Now: at(2e9), Response: other}, DefaultPolicy())
+	r := mustStep(t, rec, Event{Kind: EventComplete, Token: 7, Now: at(2e9), Response: other}, PolicyDefault())
 	if r.Decision.Kind != DecisionConflict || r.Write.Kind != WriteNone {
 		t.Fatalf("Complete again with another header value: %v, write %v; want conflict, no write", r.Decision.Kind, r.Write.Kind)
 	}

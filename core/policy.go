@@ -58,17 +58,17 @@ func (m FailMode) String() string {
 	return sprintf("fail_mode(%d)", uint8(m))
 }
 
-// TTLCap is the longest TTL any policy may set: records are a retry
+// TTLMax is the longest TTL any policy may set: records are a retry
 // window, not an archive.
-const TTLCap = 72 * time.Hour
+const TTLMax = 72 * time.Hour
 
-// ResponseBytesLimit is the most any policy may allow for ResponseBytesMax:
+// ResponseBytesMax is the most any policy may allow for ResponseBytesMax:
 // what every driver can store in one record (PostgreSQL's fields end at
 // 1 GB, Redis values at 512 MB), with room to spare; a response the store
 // cannot hold must be refused before anything runs, not after.
-const ResponseBytesLimit = 64 << 20
+const ResponseBytesMax = 64 << 20
 
-// Policy holds every tunable of the lifecycle. Build it with DefaultPolicy
+// Policy holds every tunable of the lifecycle. Build it with PolicyDefault
 // and change fields; Validate (which Step calls) refuses values out of range.
 type Policy struct {
 	LeaseDuration  time.Duration  // how long an attempt owns its key without a heartbeat
@@ -78,24 +78,24 @@ type Policy struct {
 	RetryAfter     time.Duration  // the least Retry-After told to a client that must come back
 	Expiry         ExpiryMode
 	Fail           FailMode
-	// ReconcileBackoffBase and ReconcileBackoffCap bound the wait between two
+	// ReconcileBackoffBase and ReconcileBackoffMax bound the wait between two
 	// reconciler looks at an unknown record: base * 2^attempts, at most cap.
 	ReconcileBackoffBase time.Duration
-	ReconcileBackoffCap  time.Duration
+	ReconcileBackoffMax  time.Duration
 	// ReconcileAttemptsMax is how many "still unknown" answers the reconciler
 	// may give before the record is left unknown for an operator.
 	ReconcileAttemptsMax uint32
 	// TombstoneRetention is how long a soft-expired record (a tombstone:
 	// scope, fingerprint, token and times, its response dropped) is kept
-	// before the sweeper prunes it. At most TTLCap.
+	// before the sweeper prunes it. At most TTLMax.
 	TombstoneRetention time.Duration
-	KeyBytesMax        int // at most KeyBytesLimit
+	KeyBytesMax        int // at most KeyBytesMax
 	RequestBytesMax    int // bound on the request body the edge reads and fingerprints
-	ResponseBytesMax   int // bound on a stored response (body and headers), at most ResponseBytesLimit
+	ResponseBytesMax   int // bound on a stored response (body and headers), at most ResponseBytesMax
 }
 
-// DefaultPolicy returns the defaults of SPEC §5.
-func DefaultPolicy() Policy {
+// PolicyDefault returns the defaults of SPEC §5.
+func PolicyDefault() Policy {
 	return Policy{
 		LeaseDuration:        5 * time.Minute,
 		TTL:                  24 * time.Hour,
@@ -105,10 +105,10 @@ func DefaultPolicy() Policy {
 		Expiry:               ExpirySoft,
 		Fail:                 FailKeep,
 		ReconcileBackoffBase: time.Second,
-		ReconcileBackoffCap:  5 * time.Minute,
+		ReconcileBackoffMax:  5 * time.Minute,
 		ReconcileAttemptsMax: 20,
 		TombstoneRetention:   24 * time.Hour,
-		KeyBytesMax:          KeyBytesLimit,
+		KeyBytesMax:          KeyBytesMax,
 		RequestBytesMax:      1 << 20,
 		ResponseBytesMax:     1 << 20,
 	}
@@ -121,8 +121,8 @@ func (p *Policy) Validate() error {
 		return refuse(ErrInvalidPolicy, "lease duration %v must be positive", p.LeaseDuration)
 	case p.TTL <= 0:
 		return refuse(ErrInvalidPolicy, "TTL %v must be positive", p.TTL)
-	case p.TTL > TTLCap:
-		return refuse(ErrInvalidPolicy, "TTL %v is over the %v cap", p.TTL, TTLCap)
+	case p.TTL > TTLMax:
+		return refuse(ErrInvalidPolicy, "TTL %v is over the %v cap", p.TTL, TTLMax)
 	case p.InFlightWait < 0:
 		return refuse(ErrInvalidPolicy, "in-flight wait %v must not be negative", p.InFlightWait)
 	case p.InFlightAnswer > InFlightAccepted:
@@ -135,20 +135,20 @@ func (p *Policy) Validate() error {
 		return refuse(ErrInvalidPolicy, "%v", p.Fail)
 	case p.ReconcileBackoffBase <= 0:
 		return refuse(ErrInvalidPolicy, "reconcile backoff base %v must be positive", p.ReconcileBackoffBase)
-	case p.ReconcileBackoffCap < p.ReconcileBackoffBase:
-		return refuse(ErrInvalidPolicy, "reconcile backoff cap %v is below its base %v", p.ReconcileBackoffCap, p.ReconcileBackoffBase)
-	case p.TombstoneRetention <= 0 || p.TombstoneRetention > TTLCap:
-		return refuse(ErrInvalidPolicy, "tombstone retention %v, want more than 0 and at most %v", p.TombstoneRetention, TTLCap)
+	case p.ReconcileBackoffMax < p.ReconcileBackoffBase:
+		return refuse(ErrInvalidPolicy, "reconcile backoff cap %v is below its base %v", p.ReconcileBackoffMax, p.ReconcileBackoffBase)
+	case p.TombstoneRetention <= 0 || p.TombstoneRetention > TTLMax:
+		return refuse(ErrInvalidPolicy, "tombstone retention %v, want more than 0 and at most %v", p.TombstoneRetention, TTLMax)
 	case p.ReconcileAttemptsMax == 0:
 		return refuse(ErrInvalidPolicy, "reconcile attempts max must be at least 1")
-	case p.KeyBytesMax < KeyBytesMin || p.KeyBytesMax > KeyBytesLimit:
-		return refuse(ErrInvalidPolicy, "key bytes max %d, want %d..%d", p.KeyBytesMax, KeyBytesMin, KeyBytesLimit)
+	case p.KeyBytesMax < KeyBytesMin || p.KeyBytesMax > KeyBytesMax:
+		return refuse(ErrInvalidPolicy, "key bytes max %d, want %d..%d", p.KeyBytesMax, KeyBytesMin, KeyBytesMax)
 	case p.RequestBytesMax <= 0:
 		return refuse(ErrInvalidPolicy, "request bytes max %d must be positive", p.RequestBytesMax)
 	case p.ResponseBytesMax <= 0:
 		return refuse(ErrInvalidPolicy, "response bytes max %d must be positive", p.ResponseBytesMax)
-	case p.ResponseBytesMax > ResponseBytesLimit:
-		return refuse(ErrInvalidPolicy, "response bytes max %d is over the limit of %d", p.ResponseBytesMax, ResponseBytesLimit)
+	case p.ResponseBytesMax > ResponseBytesMax:
+		return refuse(ErrInvalidPolicy, "response bytes max %d is over the limit of %d", p.ResponseBytesMax, ResponseBytesMax)
 	}
 	return nil
 }
@@ -157,10 +157,10 @@ func (p *Policy) Validate() error {
 func (p *Policy) reconcileBackoff(attempts uint32) time.Duration {
 	d := p.ReconcileBackoffBase
 	for i := uint32(0); i < attempts; i++ {
-		if d > p.ReconcileBackoffCap/2 {
-			return p.ReconcileBackoffCap
+		if d > p.ReconcileBackoffMax/2 {
+			return p.ReconcileBackoffMax
 		}
 		d *= 2
 	}
-	return min(d, p.ReconcileBackoffCap)
+	return min(d, p.ReconcileBackoffMax)
 }

@@ -79,7 +79,7 @@ type scopeState struct {
 }
 
 func newWorld(t source) *world {
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	p.LeaseDuration = time.Duration(t.intRange("lease_s", 1, 600)) * time.Second
 	p.TTL = time.Duration(t.intRange("ttl_h", 1, 72)) * time.Hour
 	p.Expiry = ExpiryMode(t.intRange("expiry", 0, 1))
@@ -317,7 +317,7 @@ func checkBadInput(t source, step stepFunc, cur Record, ev Event, p Policy) {
 	case 1:
 		ev.Kind = EventKind(t.intRange("bad_kind", int(eventCount), 255))
 	case 2:
-		p.TTL = TTLCap + time.Duration(t.intRange("over", 1, 1000))
+		p.TTL = TTLMax + time.Duration(t.intRange("over", 1, 1000))
 	case 3:
 		p.LeaseDuration = -time.Duration(t.intRange("lease", 0, 1000))
 	case 4:
@@ -360,8 +360,8 @@ func TestStepNeverPanics(t *testing.T) {
 			Verdict:     Verdict(rapid.IntRange(0, 255).Draw(t, "verdict")),
 			Response:    Response{StatusCode: rapid.IntRange(-1, 1000).Draw(t, "code")},
 		}
-		p := DefaultPolicy()
-		p.ReconcileBackoffCap = time.Duration(rapid.Int64Range(int64(p.ReconcileBackoffBase), 1<<62).Draw(t, "cap"))
+		p := PolicyDefault()
+		p.ReconcileBackoffMax = time.Duration(rapid.Int64Range(int64(p.ReconcileBackoffBase), 1<<62).Draw(t, "cap"))
 		r, err := step(cur, ev, p)
 		if err != nil && (r.Write.Kind != WriteNone || r.Next.Describe() != cur.Describe()) {
 			t.Fatalf("error %v came with write %s", err, r.Write.Describe())

@@ -18,8 +18,8 @@ const (
 	// KeyBytesMin is the shortest key accepted: shorter keys are guessable or
 	// not generated at random (a UUID has 36 bytes).
 	KeyBytesMin = 16
-	// KeyBytesLimit is the most any policy may allow for KeyBytesMax.
-	KeyBytesLimit = 255
+	// KeyBytesMax is the most any policy may allow for KeyBytesMax.
+	KeyBytesMax = 255
 	// ScopePartBytesMax bounds tenant, principal and use case.
 	ScopePartBytesMax = 255
 )

@@ -30,7 +30,7 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 	// Only a reserve is held to the policy's KeyBytesMax: a record created
 	// under a policy that allowed longer keys must still be swept, settled
 	// and completed after the limit was lowered.
-	keyBytesMax := KeyBytesLimit
+	keyBytesMax := KeyBytesMax
 	if ev.Kind == EventReserve {
 		keyBytesMax = p.KeyBytesMax
 	}

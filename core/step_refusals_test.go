@@ -13,17 +13,17 @@ import (
 // TestStepRefusesWhatIsNotAScope: Step answers an error for every scope that
 // Scope.Validate refuses, on every event kind, and the same error; a host in
 // another runtime has no other validation. A reserve is held to the policy's
-// KeyBytesMax, every other event to KeyBytesLimit (a record created under a
+// KeyBytesMax, every other event to KeyBytesMax (a record created under a
 // laxer policy must still be swept and settled).
 func TestStepRefusesWhatIsNotAScope(t *testing.T) {
 	kinds := []EventKind{EventReserve, EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve, EventSweep}
 	rapid.Check(t, func(t *rapid.T) {
 		scope := drawScope(t)
-		p := DefaultPolicy()
-		p.KeyBytesMax = rapid.SampledFrom([]int{KeyBytesMin, 64, KeyBytesLimit}).Draw(t, "key bytes max")
+		p := PolicyDefault()
+		p.KeyBytesMax = rapid.SampledFrom([]int{KeyBytesMin, 64, KeyBytesMax}).Draw(t, "key bytes max")
 		ev := Event{Kind: rapid.SampledFrom(kinds).Draw(t, "kind"), Now: t0, Token: 7, Fingerprint: fpA,
 			Verdict: VerdictStillUnknown, Response: Response{StatusCode: 200}}
-		limit := KeyBytesLimit
+		limit := KeyBytesMax
 		if ev.Kind == EventReserve {
 			limit = p.KeyBytesMax
 		}
@@ -45,7 +45,7 @@ func TestStepRefusesWhatIsNotAScope(t *testing.T) {
 // TestStepKeyLimitIsPerEvent: a key of 65 bytes under a policy of 64 is
 // refused for a reserve and accepted for a sweep of its existing record.
 func TestStepKeyLimitIsPerEvent(t *testing.T) {
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	p.KeyBytesMax = 64
 	for n, want := range map[int]error{64: nil, 65: ErrInvalidKey} {
 		rec := Record{Scope: scopeA}
@@ -60,9 +60,9 @@ func TestStepKeyLimitIsPerEvent(t *testing.T) {
 	if err != nil || tr.Decision.Kind != DecisionLeaseExpired {
 		t.Fatalf("sweep of a record with a 65-byte key: %v, %v", tr.Decision.Kind, err)
 	}
-	rec.Scope.Key = strings.Repeat("k", KeyBytesLimit+1)
+	rec.Scope.Key = strings.Repeat("k", KeyBytesMax+1)
 	if _, err := Step(&rec, &Event{Kind: EventSweep, Now: t0.Add(time.Second)}, &p); !errors.Is(err, ErrInvalidKey) {
-		t.Fatalf("sweep of a record with a %d-byte key: %v", KeyBytesLimit+1, err)
+		t.Fatalf("sweep of a record with a %d-byte key: %v", KeyBytesMax+1, err)
 	}
 }
 
@@ -113,7 +113,7 @@ func TestStepRefusesBadErrorCodes(t *testing.T) {
 			rec = Record{Scope: scopeA}
 		}
 		before := rec.Describe()
-		p := DefaultPolicy()
+		p := PolicyDefault()
 		_, err := Step(&rec, &ev, &p)
 		counts := ev.Kind == EventFail || ev.Kind == EventMarkUnknown || (ev.Kind == EventResolve && ev.Verdict == VerdictStillUnknown)
 		bad := ValidateErrorCode(code) != nil
@@ -132,9 +132,9 @@ func TestStepRefusesBadErrorCodes(t *testing.T) {
 // TestCountersAtTheirEnd: a record at the last version is refused, not
 // wrapped to 0 (after which the core would refuse it as corrupt); the
 // reconcile attempts saturate, so a record given up stays given up; a
-// policy may allow responses up to ResponseBytesLimit and not one byte more.
+// policy may allow responses up to ResponseBytesMax and not one byte more.
 func TestCountersAtTheirEnd(t *testing.T) {
-	p := DefaultPolicy()
+	p := PolicyDefault()
 	last := Record{Scope: scopeA, Status: StatusInProgress, Fingerprint: fpA, Token: 1, Version: math.MaxUint64, LockedUntil: t0}
 	if _, err := Step(&last, &Event{Kind: EventSweep, Now: t0.Add(time.Second)}, &p); !errors.Is(err, ErrInvalidRecord) {
 		t.Fatalf("a record at version 2^64-1: %v", err)
@@ -151,8 +151,8 @@ func TestCountersAtTheirEnd(t *testing.T) {
 		t.Fatalf("still unknown at 2^32-1 attempts: %v %v, %s", tr.Decision.Kind, err, unknown.Describe())
 	}
 
-	p = DefaultPolicy()
-	p.ResponseBytesMax = ResponseBytesLimit
+	p = PolicyDefault()
+	p.ResponseBytesMax = ResponseBytesMax
 	if err := p.Validate(); err != nil {
 		t.Fatalf("ResponseBytesMax at the limit: %v", err)
 	}

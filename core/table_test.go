@@ -7,7 +7,7 @@ import (
 
 // TestTransitionTable has one case per row of SPEC §5, named after it.
 func TestTransitionTable(t *testing.T) {
-	def := DefaultPolicy()
+	def := PolicyDefault()
 	hard := def
 	hard.Expiry = ExpiryHard
 	evict := def

@@ -14,9 +14,9 @@ const (
 	// DepthMaxDefault is the nesting limit when none is set. `[]` and `{}`
 	// have depth 1; a scalar has depth 0.
 	DepthMaxDefault = 128
-	// DepthMaxLimit is the largest nesting limit that can be set: the parser
+	// DepthMax is the largest nesting limit that can be set: the parser
 	// recurses once per level, and this bounds its stack.
-	DepthMaxLimit = 10000
+	DepthMax = 10000
 )
 
 // Canonicalizer converts strict I-JSON to RFC 8785 canonical form within
@@ -27,7 +27,7 @@ type Canonicalizer struct {
 	// value means no limit.
 	BytesMax int
 	// DepthMax bounds the nesting of arrays and objects: 0 or less means
-	// DepthMaxDefault; above DepthMaxLimit it is DepthMaxLimit.
+	// DepthMaxDefault; above DepthMax it is DepthMax.
 	DepthMax int
 }
 
@@ -39,8 +39,8 @@ func (c Canonicalizer) limits() (bytesMax, depthMax int) {
 	if depthMax <= 0 {
 		depthMax = DepthMaxDefault
 	}
-	if depthMax > DepthMaxLimit {
-		depthMax = DepthMaxLimit
+	if depthMax > DepthMax {
+		depthMax = DepthMax
 	}
 	return bytesMax, depthMax
 }

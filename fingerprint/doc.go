@@ -54,7 +54,7 @@
 //   - ErrBOM: a leading UTF-8 byte-order mark;
 //   - ErrTooDeep and ErrTooLarge: nesting or size beyond the limits of the
 //     Canonicalizer (DepthMaxDefault 128, BytesMaxDefault 1 MiB; both can be
-//     set, the depth up to DepthMaxLimit);
+//     set, the depth up to DepthMax);
 //   - ErrSyntax: anything else that is not JSON.
 //
 // # The fingerprint

@@ -163,14 +163,14 @@ func TestLimits(t *testing.T) {
 	if _, err := Canonicalize([]byte(ok)); err != nil {
 		t.Fatalf("default depth: %v", err)
 	}
-	// DepthMax is capped at DepthMaxLimit, so the recursion stays bounded.
+	// DepthMax is capped at DepthMax, so the recursion stays bounded.
 	huge := Canonicalizer{DepthMax: 1 << 30, BytesMax: -1}
-	deep := strings.Repeat("[", DepthMaxLimit+1) + strings.Repeat("]", DepthMaxLimit+1)
+	deep := strings.Repeat("[", DepthMax+1) + strings.Repeat("]", DepthMax+1)
 	if _, err := huge.Canonicalize([]byte(deep)); !errors.Is(err, ErrTooDeep) {
-		t.Fatalf("depth %d: %v, want ErrTooDeep", DepthMaxLimit+1, err)
+		t.Fatalf("depth %d: %v, want ErrTooDeep", DepthMax+1, err)
 	}
 	if _, err := huge.Canonicalize([]byte(deep[1 : len(deep)-1])); err != nil {
-		t.Fatalf("depth %d: %v", DepthMaxLimit, err)
+		t.Fatalf("depth %d: %v", DepthMax, err)
 	}
 }
 

@@ -90,7 +90,7 @@ func BenchmarkInProcess(b *testing.B) {
 				r := httptest.NewRequest(http.MethodPost, "/payments", bytes.NewReader(benchBody))
 				r.Header.Set("Content-Type", "application/json")
 				r.Header.Set("X-Principal", "alice")
-				r.Header.Set(idemhttp.DefaultKeyHeader, k.next())
+				r.Header.Set(idemhttp.KeyHeaderDefault, k.next())
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, r)
 				return w.Code
@@ -173,7 +173,7 @@ func sendPayment(client *http.Client, url, key string) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Principal", "alice")
-	req.Header.Set(idemhttp.DefaultKeyHeader, key)
+	req.Header.Set(idemhttp.KeyHeaderDefault, key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ func protectInProcess(t *testing.T, metrics idem.Metrics, h http.HandlerFunc) ht
 func postTo(h http.Handler, ctx context.Context) *httptest.ResponseRecorder {
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(`{}`))
 	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set(idemhttp.DefaultKeyHeader, key1)
+	r.Header.Set(idemhttp.KeyHeaderDefault, key1)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec
@@ -46,7 +46,7 @@ func TestFlushHijackAndDeadlines(t *testing.T) {
 	var isFlusher, isHijacker bool
 	var seenBeforeReturn bool
 	var rec *httptest.ResponseRecorder
-	h := protectInProcess(t, idem.NopMetrics{}, func(w http.ResponseWriter, r *http.Request) {
+	h := protectInProcess(t, idem.MetricsNop{}, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("part one;"))
 		rc := http.NewResponseController(w)
 		flushErr = rc.Flush()
@@ -61,7 +61,7 @@ func TestFlushHijackAndDeadlines(t *testing.T) {
 	rec = httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
 	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set(idemhttp.DefaultKeyHeader, key1)
+	r.Header.Set(idemhttp.KeyHeaderDefault, key1)
 	h.ServeHTTP(rec, r)
 	if flushErr != nil || !isFlusher || seenBeforeReturn {
 		t.Errorf("flush: err %v, flusher %v, reached the client before the handler returned: %v", flushErr, isFlusher, seenBeforeReturn)
@@ -83,7 +83,7 @@ func TestFlushHijackAndDeadlines(t *testing.T) {
 // the executor starts is not a store failure, reserves nothing, and the key
 // executes normally afterwards.
 func TestClientGoneBeforeAnythingRan(t *testing.T) {
-	m := &idem.MemMetrics{}
+	m := &idem.MetricsMem{}
 	runs := 0
 	h := protectInProcess(t, m, func(w http.ResponseWriter, r *http.Request) { runs++; w.WriteHeader(201) })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -144,10 +144,10 @@ func TestNewRefusesBadRoutes(t *testing.T) {
 // handler's alone, however often.
 func TestUnprotectedMethodPassesThrough(t *testing.T) {
 	runs := 0
-	h := protectInProcess(t, idem.NopMetrics{}, func(w http.ResponseWriter, r *http.Request) { runs++ })
+	h := protectInProcess(t, idem.MetricsNop{}, func(w http.ResponseWriter, r *http.Request) { runs++ })
 	for range 2 {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.Header.Set(idemhttp.DefaultKeyHeader, key1)
+		r.Header.Set(idemhttp.KeyHeaderDefault, key1)
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	if runs != 2 {
@@ -162,7 +162,7 @@ func TestUnprotectedMethodPassesThrough(t *testing.T) {
 // refusals, new keys) come and go.
 func TestHandlerMayKeepItsRequest(t *testing.T) {
 	var kept *http.Request
-	h := protectInProcess(t, idem.NopMetrics{}, func(w http.ResponseWriter, r *http.Request) {
+	h := protectInProcess(t, idem.MetricsNop{}, func(w http.ResponseWriter, r *http.Request) {
 		if kept == nil {
 			kept = r // read later, as a goroutine the handler started might
 		}
@@ -171,7 +171,7 @@ func TestHandlerMayKeepItsRequest(t *testing.T) {
 	post := func(key, body string) {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set(idemhttp.DefaultKeyHeader, key)
+		r.Header.Set(idemhttp.KeyHeaderDefault, key)
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	const first = `{"first":"body, the one the kept request must still read"}`

@@ -12,11 +12,11 @@ import (
 // the package documentation): it cancels the request until the handler
 // starts, and nothing after.
 
-// DefaultExecutionTimeout bounds a handler's run on a route that sets no
+// ExecutionTimeoutDefault bounds a handler's run on a route that sets no
 // Route.ExecutionTimeout: long enough for a slow downstream call, short
 // enough that a handler whose client left does not hold its goroutine and
 // its lease for long.
-const DefaultExecutionTimeout = time.Minute
+const ExecutionTimeoutDefault = time.Minute
 
 // ErrExecutionTimeout is the cause (context.Cause) of a handler's context
 // that reached the route's ExecutionTimeout.

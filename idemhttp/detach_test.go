@@ -129,12 +129,12 @@ func e2eLeaseLostAfterTheClientLeft(t *testing.T, b backend) {
 }
 
 // TestExecutionTimeoutBoundsTheHandler: the handler's context ends at the
-// route's ExecutionTimeout (DefaultExecutionTimeout if unset), with
+// route's ExecutionTimeout (ExecutionTimeoutDefault if unset), with
 // idemhttp.ErrExecutionTimeout as its cause.
 func TestExecutionTimeoutBoundsTheHandler(t *testing.T) {
 	for _, c := range []struct {
 		timeout, want time.Duration
-	}{{50 * time.Millisecond, 50 * time.Millisecond}, {0, idemhttp.DefaultExecutionTimeout}} {
+	}{{50 * time.Millisecond, 50 * time.Millisecond}, {0, idemhttp.ExecutionTimeoutDefault}} {
 		ex, err := idem.New(memstore.New(memstore.Options{}))
 		if err != nil {
 			t.Fatal(err)

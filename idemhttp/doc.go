@@ -105,7 +105,7 @@
 //     free at once, as NotExecuted does.
 //   - Once the handler has started, its context is not cancelled when the
 //     client goes away: it carries the client's values, and ends only at
-//     the route's ExecutionTimeout (DefaultExecutionTimeout, a minute;
+//     the route's ExecutionTimeout (ExecutionTimeoutDefault, a minute;
 //     context.Cause is ErrExecutionTimeout) or when the attempt loses its
 //     lease (context.Cause is idem.ErrLeaseLost, even after the client has
 //     gone). The outcome is recorded as if the client were there, and the

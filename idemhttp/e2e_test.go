@@ -38,7 +38,7 @@ type world struct {
 	t         *testing.T
 	ex        *idem.Executor
 	setDown   func(bool) // the store's outage switch
-	metrics   *idem.MemMetrics
+	metrics   *idem.MetricsMem
 	url       string
 	client    *http.Client
 	serverLog *syncBuffer
@@ -83,10 +83,10 @@ func principalOf(r *http.Request) (string, error) {
 
 func newWorld(t *testing.T, b backend, o worldOptions) *world {
 	t.Helper()
-	w := &world{t: t, metrics: &idem.MemMetrics{}, serverLog: &syncBuffer{}}
+	w := &world{t: t, metrics: &idem.MetricsMem{}, serverLog: &syncBuffer{}}
 	st, setDown := b.open(t)
 	w.setDown = setDown
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	if o.policy != nil {
 		o.policy(&p)
 	}
@@ -249,7 +249,7 @@ func (w *world) send(c call) answer {
 	for name, vs := range c.header {
 		req.Header[name] = vs
 	}
-	for name, v := range map[string]string{idemhttp.DefaultKeyHeader: c.key, "X-Principal": c.principal, "X-Tenant": c.tenant, "Content-Type": c.contentType} {
+	for name, v := range map[string]string{idemhttp.KeyHeaderDefault: c.key, "X-Principal": c.principal, "X-Tenant": c.tenant, "Content-Type": c.contentType} {
 		if v != "" {
 			req.Header.Set(name, v)
 		}
@@ -611,7 +611,7 @@ func e2eRefusals(t *testing.T, b backend) {
 		`"` + key1 + `";;;garbage!!`:       "parameter",
 	} {
 		a := w.send(call{method: http.MethodPost, path: "/payments", principal: "alice", contentType: "application/json", body: payment,
-			header: http.Header{idemhttp.DefaultKeyHeader: {value}}})
+			header: http.Header{idemhttp.KeyHeaderDefault: {value}}})
 		if p := a.problem(t, http.StatusBadRequest, idem.CodeInvalidKey); !strings.Contains(p.Detail, says) {
 			t.Errorf("key header %q: detail %q, want one that says %q", value, p.Detail, says)
 		}
@@ -753,7 +753,7 @@ func e2eUnprotectedRequestsKeepTheirWriter(t *testing.T, b backend) {
 		req, _ := http.NewRequestWithContext(ctx, c.method, w.url+c.path, nil)
 		req.Header.Set("X-Principal", c.principal)
 		if c.key != "" {
-			req.Header.Set(idemhttp.DefaultKeyHeader, c.key)
+			req.Header.Set(idemhttp.KeyHeaderDefault, c.key)
 		}
 		got := make(chan string, 1)
 		go func() {
@@ -912,7 +912,7 @@ func e2eResponseController(t *testing.T, b backend) {
 		replies := make(chan reply, 1)
 		go func() {
 			req, _ := http.NewRequest(http.MethodPost, w.url+"/payments", strings.NewReader(payment))
-			req.Header.Set(idemhttp.DefaultKeyHeader, key)
+			req.Header.Set(idemhttp.KeyHeaderDefault, key)
 			req.Header.Set("X-Principal", "alice")
 			req.Header.Set("Content-Type", "application/json")
 			if big {

@@ -48,7 +48,7 @@ func ExampleNew() {
 		r := httptest.NewRequest(http.MethodPost, "/accounts/a-1/payments", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("X-Principal", "alice")
-		r.Header.Set(idemhttp.DefaultKeyHeader, key)
+		r.Header.Set(idemhttp.KeyHeaderDefault, key)
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, r)
 		if w.Header().Get("Content-Type") == "application/problem+json" {

@@ -74,9 +74,9 @@ func TestKeyOf(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := http.Header{}
 			for _, v := range c.values {
-				h.Add(DefaultKeyHeader, v)
+				h.Add(KeyHeaderDefault, v)
 			}
-			got, present, err := keyOf(h, DefaultKeyHeader)
+			got, present, err := keyOf(h, KeyHeaderDefault)
 			if present != c.present {
 				t.Fatalf("present %v, want %v", present, c.present)
 			}
@@ -409,7 +409,7 @@ func FuzzKeyOf(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		key, _, err := keyOf(http.Header{DefaultKeyHeader: {v}}, DefaultKeyHeader)
+		key, _, err := keyOf(http.Header{KeyHeaderDefault: {v}}, KeyHeaderDefault)
 		if err == nil && v[0] != '"' && strings.Contains(key, ",") {
 			t.Fatalf("%q: accepted the bare list %q", v, key)
 		}

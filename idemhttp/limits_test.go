@@ -21,14 +21,14 @@ import (
 func TestKeyLengthAtItsLimits(t *testing.T) {
 	rw, ex := newRouteWorld(t)
 	rw.handle("POST /a", ex, idemhttp.Route{UseCase: "a", Anonymous: true})
-	for _, n := range []int{core.KeyBytesMin - 1, core.KeyBytesMin, core.KeyBytesLimit, core.KeyBytesLimit + 1} {
-		taken := n >= core.KeyBytesMin && n <= core.KeyBytesLimit
+	for _, n := range []int{core.KeyBytesMin - 1, core.KeyBytesMin, core.KeyBytesMax, core.KeyBytesMax + 1} {
+		taken := n >= core.KeyBytesMin && n <= core.KeyBytesMax
 		for _, quoted := range []bool{false, true} {
 			value := strings.Repeat("k", n) // a key of its own per length and form
 			if quoted {
 				value = `"` + strings.Repeat("q", n) + `"`
 			}
-			rec := rw.do("POST", "/a", `{}`, idemhttp.DefaultKeyHeader, value)
+			rec := rw.do("POST", "/a", `{}`, idemhttp.KeyHeaderDefault, value)
 			switch {
 			case taken && (rec.Code != http.StatusCreated || replayed(rec)):
 				t.Errorf("a %d-byte key (quoted %v): %d %s, want it executed", n, quoted, rec.Code, rec.Body)

@@ -147,7 +147,7 @@ func postAs(h http.Handler, principal, key, body string, extra ...string) *httpt
 	r := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("X-Principal", principal)
-	r.Header.Set(idemhttp.DefaultKeyHeader, key)
+	r.Header.Set(idemhttp.KeyHeaderDefault, key)
 	for i := 0; i+1 < len(extra); i += 2 {
 		r.Header.Set(extra[i], extra[i+1])
 	}

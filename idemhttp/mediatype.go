@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// DefaultMediaTypes are the request media types a route takes unless it
+// MediaTypesDefault are the request media types a route takes unless it
 // names its own: JSON (application/json, and any +json structured syntax
 // suffix, RFC 6839), fingerprinted by the route's fingerprint.Spec.
-var DefaultMediaTypes = []string{"application/json", "*/*+json"}
+var MediaTypesDefault = []string{"application/json", "*/*+json"}
 
 // mediaRange is one of a route's media types: type/subtype, type/*, */*,
 // or type/*+suffix (*/*+suffix), lower-cased.
@@ -209,15 +209,15 @@ func (c *config) errNoContentType() error {
 	return fmt.Errorf("the body has no Content-Type: this route takes %s", c.mediaList)
 }
 
-// setMediaTypes checks and keeps a route's media types (DefaultMediaTypes if
+// setMediaTypes checks and keeps a route's media types (MediaTypesDefault if
 // nil), the list a 415 names and the Accept header it sends (RFC 9110
 // §15.5.16), without the suffix ranges Accept cannot say.
 func (c *config) setMediaTypes(types []string) error {
 	if types == nil {
-		types = DefaultMediaTypes
+		types = MediaTypesDefault
 	}
 	if len(types) == 0 {
-		return errors.New("an empty MediaTypes takes nothing (nil means DefaultMediaTypes)")
+		return errors.New("an empty MediaTypes takes nothing (nil means MediaTypesDefault)")
 	}
 	var names, accept []string
 	for _, s := range types {

@@ -247,7 +247,7 @@ var ErrUnprotected = errors.New("idemhttp: the request is not running as a prote
 // Causes used when the handler gives none.
 var (
 	errNotExecuted   = errors.New("the handler reported that it did not execute")
-	errOutcomeUnkown = errors.New("the handler reported that its outcome is unknown")
+	errOutcomeUnknown = errors.New("the handler reported that its outcome is unknown")
 )
 
 func attemptOf(r *http.Request) *attempt {
@@ -295,7 +295,7 @@ func OutcomeUnknown(r *http.Request, cause error) error {
 		return ErrUnprotected
 	}
 	if cause == nil {
-		cause = errOutcomeUnkown
+		cause = errOutcomeUnknown
 	}
 	a.unknown = cause
 	return nil

@@ -14,17 +14,17 @@ import (
 	"github.com/idemkit/idem/fingerprint"
 )
 
-// DefaultKeyHeader is the request header that carries the key, as the IETF
+// KeyHeaderDefault is the request header that carries the key, as the IETF
 // draft names it.
-const DefaultKeyHeader = "Idempotency-Key"
+const KeyHeaderDefault = "Idempotency-Key"
 
 // ReplayedHeader is added, with the value "true", to every replayed
 // response: the stored response is otherwise sent as it was.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// DefaultAuthChallenge is a route's WWW-Authenticate on a 401 unless it
+// AuthChallengeDefault is a route's WWW-Authenticate on a 401 unless it
 // names its own: the bearer token scheme (RFC 6750), which most APIs take.
-const DefaultAuthChallenge = "Bearer"
+const AuthChallengeDefault = "Bearer"
 
 // AnonymousPrincipal is the principal of every request on a route marked
 // Anonymous: all its callers share one key space, so keys must be
@@ -38,7 +38,7 @@ type Route struct {
 	// UseCase names the operation ("payments.create"). It is part of every
 	// record's scope: the same key under two use cases is two records.
 	UseCase string
-	// KeyHeader carries the key; DefaultKeyHeader if empty.
+	// KeyHeader carries the key; KeyHeaderDefault if empty.
 	KeyHeader string
 	// KeyOptional lets a request without the key header through to the
 	// handler unprotected. By default such a request is refused with 400.
@@ -58,7 +58,7 @@ type Route struct {
 	// request without a body needs no Content-Type. A JSON type
 	// (application/json or +json) is fingerprinted by Fingerprint and must
 	// be UTF-8 (a charset other than utf-8 is refused); any other type, as
-	// its media type and raw bytes (see RawDomainTag). DefaultMediaTypes
+	// its media type and raw bytes (see RawDomainTag). MediaTypesDefault
 	// (JSON only) if nil: a handler that parses JSON never gets a body that
 	// skipped the canonical form and its duplicate-member check. Name the
 	// types of a route that takes others; []string{"*/*"} takes any.
@@ -82,14 +82,14 @@ type Route struct {
 	// AuthChallenge is the WWW-Authenticate value of the 401 answered when
 	// Principal names no caller (RFC 9110 §11.6.1 wants a challenge on
 	// every 401): the scheme your authentication takes, with its
-	// parameters (Basic realm="api"). DefaultAuthChallenge if empty.
+	// parameters (Basic realm="api"). AuthChallengeDefault if empty.
 	AuthChallenge string
 	// Tenant names the caller's tenant; none if nil. An error is answered
 	// 400.
 	Tenant func(*http.Request) (string, error)
 	// ExecutionTimeout bounds the handler's run: its context's deadline is
 	// this long after it starts (the cause is ErrExecutionTimeout).
-	// DefaultExecutionTimeout if 0. The handler's context is not cancelled
+	// ExecutionTimeoutDefault if 0. The handler's context is not cancelled
 	// when its client goes away (see the package documentation): this
 	// timeout, and a lost lease, are what end it.
 	ExecutionTimeout time.Duration
@@ -173,7 +173,7 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 	// The use case goes into every scope: check it now with the core's own
 	// rules rather than refuse every request later.
 	probe := core.Scope{Principal: AnonymousPrincipal, UseCase: rt.UseCase, Key: strings.Repeat("k", core.KeyBytesMin)}
-	if err := probe.Validate(core.KeyBytesLimit); err != nil {
+	if err := probe.Validate(core.KeyBytesMax); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	switch {
@@ -185,9 +185,9 @@ func newConfig(ex *idem.Executor, rt Route) (*config, error) {
 	}
 	p := ex.Policy()
 	c := &config{
-		useCase: rt.UseCase, keyHeader: DefaultKeyHeader, keyOptional: rt.KeyOptional,
+		useCase: rt.UseCase, keyHeader: KeyHeaderDefault, keyOptional: rt.KeyOptional,
 		methods: []string{http.MethodPost, http.MethodPatch}, bodyBytesMax: int64(p.RequestBytesMax),
-		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant, challenge: DefaultAuthChallenge, logger: rt.Logger,
+		spec: rt.Fingerprint, principal: rt.Principal, tenant: rt.Tenant, challenge: AuthChallengeDefault, logger: rt.Logger,
 		replayed: slices.Clone(alwaysReplayed), keyBytesMax: p.KeyBytesMax, responseBytesMax: p.ResponseBytesMax,
 	}
 	if err := c.setRequestRules(rt); err != nil {
@@ -234,7 +234,7 @@ func (c *config) setRequestRules(rt Route) error {
 	case rt.ExecutionTimeout < 0:
 		return fmt.Errorf("execution timeout %v must not be negative", rt.ExecutionTimeout)
 	case rt.ExecutionTimeout == 0:
-		c.executionTimeout = DefaultExecutionTimeout
+		c.executionTimeout = ExecutionTimeoutDefault
 	default:
 		c.executionTimeout = rt.ExecutionTimeout
 	}

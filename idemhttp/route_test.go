@@ -60,7 +60,7 @@ func (rw *routeWorld) send(method, path, contentType, key string, body io.Reader
 	if contentType != "" {
 		r.Header.Set("Content-Type", contentType)
 	}
-	r.Header.Set(idemhttp.DefaultKeyHeader, key)
+	r.Header.Set(idemhttp.KeyHeaderDefault, key)
 	rec := httptest.NewRecorder()
 	rw.mux.ServeHTTP(rec, r)
 	return rec
@@ -96,7 +96,7 @@ func TestRouteConfiguration(t *testing.T) {
 	rw.handle("POST /tenant", ex, idemhttp.Route{UseCase: "tenant", Principal: who,
 		Tenant: func(r *http.Request) (string, error) { return "", errors.New("no such tenant") }})
 
-	const k = idemhttp.DefaultKeyHeader
+	const k = idemhttp.KeyHeaderDefault
 	// The use case is part of the scope: one key on two routes is two records.
 	for _, p := range []string{"/a", "/b", "/a", "/b"} {
 		rw.do("POST", p, `{}`, k, key1)
@@ -150,7 +150,7 @@ func TestRouteConfiguration(t *testing.T) {
 // TestDefaultBodyLimit: without BodyBytesMax the policy's RequestBytesMax
 // bounds the body.
 func TestDefaultBodyLimit(t *testing.T) {
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	p.RequestBytesMax = 64
 	ex, err := idem.New(memstore.New(memstore.Options{}), idem.WithPolicy(p))
 	if err != nil {
@@ -158,10 +158,10 @@ func TestDefaultBodyLimit(t *testing.T) {
 	}
 	rw := &routeWorld{t: t, mux: http.NewServeMux(), runs: map[string]int{}}
 	rw.handle("POST /a", ex, idemhttp.Route{UseCase: "a", Anonymous: true})
-	if rec := rw.do("POST", "/a", `{"n":"`+strings.Repeat("x", 60)+`"}`, idemhttp.DefaultKeyHeader, key1); rec.Code != http.StatusRequestEntityTooLarge {
+	if rec := rw.do("POST", "/a", `{"n":"`+strings.Repeat("x", 60)+`"}`, idemhttp.KeyHeaderDefault, key1); rec.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("over the policy's limit: %d", rec.Code)
 	}
-	if rec := rw.do("POST", "/a", `{"n":"x"}`, idemhttp.DefaultKeyHeader, key1); rec.Code != http.StatusCreated {
+	if rec := rw.do("POST", "/a", `{"n":"x"}`, idemhttp.KeyHeaderDefault, key1); rec.Code != http.StatusCreated {
 		t.Fatalf("under it: %d", rec.Code)
 	}
 }
@@ -178,7 +178,7 @@ func TestPrincipalNamesNobodyIs401(t *testing.T) {
 	}})
 	for _, path := range []string{"/empty", "/failing"} {
 		for range 2 {
-			rec := rw.do("POST", path, `{}`, idemhttp.DefaultKeyHeader, key1)
+			rec := rw.do("POST", path, `{}`, idemhttp.KeyHeaderDefault, key1)
 			if rec.Code != http.StatusUnauthorized || codeOf(rec) != string(idemhttp.CodeUnauthenticated) {
 				t.Errorf("%s: %d %s, want 401 unauthenticated", path, rec.Code, rec.Body)
 			}
@@ -194,7 +194,7 @@ func TestPrincipalNamesNobodyIs401(t *testing.T) {
 	// A route names its own challenge.
 	rw.handle("POST /basic", ex, idemhttp.Route{UseCase: "basic", AuthChallenge: `Basic realm="payments", charset="UTF-8"`,
 		Principal: func(*http.Request) (string, error) { return "", nil }})
-	if rec := rw.do("POST", "/basic", `{}`, idemhttp.DefaultKeyHeader, key1); rec.Header().Get("WWW-Authenticate") != `Basic realm="payments", charset="UTF-8"` {
+	if rec := rw.do("POST", "/basic", `{}`, idemhttp.KeyHeaderDefault, key1); rec.Header().Get("WWW-Authenticate") != `Basic realm="payments", charset="UTF-8"` {
 		t.Errorf("a route's own challenge: %d %q", rec.Code, rec.Header().Get("WWW-Authenticate"))
 	}
 }

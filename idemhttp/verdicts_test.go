@@ -18,7 +18,7 @@ func TestOutcomeUnknownWinsOverNotExecuted(t *testing.T) {
 	refused, timedOut := errors.New("refused before sending (test)"), errors.New("timed out (test)")
 	for _, unknownFirst := range []bool{false, true} {
 		runs := 0
-		h := protectInProcess(t, idem.NopMetrics{}, func(w http.ResponseWriter, r *http.Request) {
+		h := protectInProcess(t, idem.MetricsNop{}, func(w http.ResponseWriter, r *http.Request) {
 			runs++
 			if unknownFirst {
 				idemhttp.OutcomeUnknown(r, timedOut)

@@ -27,7 +27,7 @@ func checkLife(t *testing.T, h []LifecycleOperation, p core.Policy, want porcupi
 // token at the record's version (a zombie of an earlier life), cannot
 // explain a later operation that read its record.
 func TestAmbiguousWriteNeedsItsWholePrecondition(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	beat := core.Event{Kind: core.EventHeartbeat}
 	h, _ := lifecycleRun(t, p, false, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, beat, beat, beat)
 	if w := h[2].Transition.Write; w.Kind != core.WriteUpdate || w.ExpectVersion != 2 {
@@ -74,7 +74,7 @@ func (f *applyThenFail) Apply(ctx context.Context, scope core.Scope, ev core.Eve
 // input is recorded as failed.
 func TestRecorderKeepsAnAmbiguousApplyAmbiguous(t *testing.T) {
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	f := &applyThenFail{Store: memstore.New(memstore.Options{})}
 	rec := NewRecorder(f, nil)
 	c := rec.Client(0)

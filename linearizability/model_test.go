@@ -148,13 +148,13 @@ func TestMalformedHistories(t *testing.T) {
 			t.Errorf("%s: %v, want an error", name, r)
 		}
 	}
-	bad := core.DefaultPolicy()
+	bad := core.PolicyDefault()
 	bad.TTL = 0
 	if r := CheckLifecycleHistory(nil, bad, CheckOptions{}); r.Err == nil {
 		t.Errorf("invalid policy: %v", r)
 	}
 	noNow := []LifecycleOperation{{Scope: scopeX, Event: core.Event{Kind: core.EventSweep}, Ended: EndedOK}}
-	if r := CheckLifecycleHistory(noNow, core.DefaultPolicy(), CheckOptions{}); r.Err == nil {
+	if r := CheckLifecycleHistory(noNow, core.PolicyDefault(), CheckOptions{}); r.Err == nil {
 		t.Errorf("an event without the store's time: %v", r)
 	}
 }
@@ -187,7 +187,7 @@ func lifecycleRun(t *testing.T, p core.Policy, hide bool, evs ...core.Event) ([]
 }
 
 func TestLifecycleModel(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	evs := []core.Event{
 		{Kind: core.EventReserve, Fingerprint: fpA},
 		{Kind: core.EventReserve, Fingerprint: fpA},
@@ -256,7 +256,7 @@ func TestLifecycleModel(t *testing.T) {
 // TestLifecycleAmbiguity: an ambiguous reserve whose insert may have
 // applied, seen by a later operation or not.
 func TestLifecycleAmbiguity(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	h, _ := lifecycleRun(t, p, true, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
 	reserve, inFlight := h[0], h[1]
 	amb := reserve

@@ -66,7 +66,7 @@ func TestRecorderClassifiesEndings(t *testing.T) {
 
 	// Events through load-step-write: the fresh token and the store's time
 	// are recorded; an ambiguous write is recorded with the write it was.
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	a, err := applyOver(ctx, c, &p, scopeY, core.Event{Kind: core.EventReserve, Fingerprint: fpA})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func (h *heldCounter) ApplyHeld(ctx context.Context, held *core.Record, ev core.
 // Apply.
 func TestRecorderPassesApplyHeld(t *testing.T) {
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	counter := &heldCounter{Store: memstore.New(memstore.Options{})}
 	for _, c := range []struct {
 		name  string

@@ -238,7 +238,7 @@ var coreMutants = []Mutant{
 	},
 	{
 		ID: "core-backoff-final-min", File: "core/policy.go",
-		Old:        "\treturn min(d, p.ReconcileBackoffCap)\n",
+		Old:        "\treturn min(d, p.ReconcileBackoffMax)\n",
 		New:        "\treturn d\n",
 		Desc:       "the backoff's final cap is dropped",
 		Breaks:     "policy backoff cap",
@@ -341,8 +341,8 @@ var coreMutants = []Mutant{
 	},
 	{
 		ID: "core-policy-ttl-cap-dropped", File: "core/policy.go",
-		Old:    "\tcase p.TTL > TTLCap:\n",
-		New:    "\tcase p.TTL > 100*TTLCap:\n",
+		Old:    "\tcase p.TTL > TTLMax:\n",
+		New:    "\tcase p.TTL > 100*TTLMax:\n",
 		Desc:   "Validate accepts a TTL far over the 72 h cap",
 		Breaks: "§5 policy \"TTL 24 h, capped at 72 h\"; §6.8 (validated policy)",
 	},
@@ -356,7 +356,7 @@ var coreMutants = []Mutant{
 	},
 	{
 		ID: "core-step-key-limit-policy-for-all", File: "core/step.go",
-		Old:    "\tkeyBytesMax := KeyBytesLimit\n\tif ev.Kind == EventReserve {\n\t\tkeyBytesMax = p.KeyBytesMax\n\t}\n",
+		Old:    "\tkeyBytesMax := KeyBytesMax\n\tif ev.Kind == EventReserve {\n\t\tkeyBytesMax = p.KeyBytesMax\n\t}\n",
 		New:    "\tkeyBytesMax := p.KeyBytesMax\n",
 		Desc:   "every event is held to the policy's KeyBytesMax: records made under a laxer policy can no longer be swept or settled",
 		Breaks: "§5 Sweep and Resolve on existing records; §6.5 no zombie",

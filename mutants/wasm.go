@@ -39,8 +39,8 @@ var wasmMutants = []Mutant{
 	// ---- the host: the input buffer and memory ---------------------------
 	{
 		ID: "wasm-input-cache-off-by-one", File: "wasm/host.go",
-		Old:    "\tif n > inst.inputCap {\n",
-		New:    "\tif n > inst.inputCap+1 {\n",
+		Old:    "\tif n > inst.inputBytes {\n",
+		New:    "\tif n > inst.inputBytes+1 {\n",
 		Desc:   "a request one byte larger than the cached input buffer is written into it without growing it",
 		Breaks: "ABI.md Memory (idem_input again for a larger request)",
 	},
@@ -265,15 +265,15 @@ var jsMutants = []Mutant{
 	},
 	{
 		ID: "js-input-cache-off-by-one", File: "wasm/js/idem.mjs",
-		Old:    "if (n > inst.inputCap) {",
-		New:    "if (n > inst.inputCap + 1) {",
+		Old:    "if (n > inst.inputBytes) {",
+		New:    "if (n > inst.inputBytes + 1) {",
 		Desc:   "a request one byte larger than the cached input buffer is written into it without idem_input",
 		Breaks: "ABI.md Memory (idem_input again for a larger request)",
 	},
 	{
 		ID: "js-memory-view-stale", File: "wasm/js/idem.mjs",
-		Old:    "      let packed;\n      try {\n        if (n > inst.inputCap) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputCap = n; }\n        new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(writer.buf.subarray(0, n));\n        packed = ex.idem_step(n);\n      } catch (err) {\n        // The instance's state is unknown after a trap: never reuse it.\n        inst = null;\n        replace();\n        // proc_exit throws a symbol (returnOnExit), a trap a RuntimeError.\n        const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);\n        throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });\n      }\n      const addr = Number(BigInt.asUintN(64, packed) >> 32n);\n      const len = Number(BigInt.asUintN(32, packed));\n      // memory.buffer is read after the call: the guest may have grown it.\n      const memory = ex.memory.buffer;\n",
-		New:    "      let packed;\n      const memory = ex.memory.buffer;\n      try {\n        if (n > inst.inputCap) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputCap = n; }\n        new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(writer.buf.subarray(0, n));\n        packed = ex.idem_step(n);\n      } catch (err) {\n        // The instance's state is unknown after a trap: never reuse it.\n        inst = null;\n        replace();\n        // proc_exit throws a symbol (returnOnExit), a trap a RuntimeError.\n        const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);\n        throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });\n      }\n      const addr = Number(BigInt.asUintN(64, packed) >> 32n);\n      const len = Number(BigInt.asUintN(32, packed));\n",
+		Old:    "      let packed;\n      try {\n        if (n > inst.inputBytes) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputBytes = n; }\n        new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(writer.buf.subarray(0, n));\n        packed = ex.idem_step(n);\n      } catch (err) {\n        // The instance's state is unknown after a trap: never reuse it.\n        inst = null;\n        replace();\n        // proc_exit throws a symbol (returnOnExit), a trap a RuntimeError.\n        const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);\n        throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });\n      }\n      const addr = Number(BigInt.asUintN(64, packed) >> 32n);\n      const len = Number(BigInt.asUintN(32, packed));\n      // memory.buffer is read after the call: the guest may have grown it.\n      const memory = ex.memory.buffer;\n",
+		New:    "      let packed;\n      const memory = ex.memory.buffer;\n      try {\n        if (n > inst.inputBytes) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputBytes = n; }\n        new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(writer.buf.subarray(0, n));\n        packed = ex.idem_step(n);\n      } catch (err) {\n        // The instance's state is unknown after a trap: never reuse it.\n        inst = null;\n        replace();\n        // proc_exit throws a symbol (returnOnExit), a trap a RuntimeError.\n        const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);\n        throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });\n      }\n      const addr = Number(BigInt.asUintN(64, packed) >> 32n);\n      const len = Number(BigInt.asUintN(32, packed));\n",
 		Desc:   "the memory's buffer is taken before idem_step, not after: an answer in memory the step grew is not seen",
 		Breaks: "ABI.md Memory (memory can grow during idem_step: a host re-reads the memory's buffer after each call)",
 	},

@@ -11,7 +11,7 @@ import (
 func BenchmarkRun(b *testing.B) {
 	for _, requests := range []int{200, 1000} {
 		b.Run(fmt.Sprintf("requests=%d", requests), func(b *testing.B) {
-			cfg := DefaultConfig()
+			cfg := ConfigDefault()
 			cfg.Requests = requests
 			cfg.LinCheck = false // the simulator alone; -lincheck has its own cost (BENCHMARKS.md)
 			total := 0

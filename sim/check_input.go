@@ -108,11 +108,11 @@ var splittingHeader = core.Header{Name: "X-Gateway-Message", Value: "ok\r\nSet-C
 // policyLimits is SPEC §5's range for the policy values the world draws
 // out of range: TTL and tombstone retention in (0, 72 h], a positive lease,
 // a non-negative in-flight wait, at least one reconcile attempt.
-const policyDurationCap = 72 * time.Hour
+const policyDurationMax = 72 * time.Hour
 
 func policyRefusable(p *core.Policy) bool {
-	return p.TTL <= 0 || p.TTL > policyDurationCap ||
-		p.TombstoneRetention <= 0 || p.TombstoneRetention > policyDurationCap ||
+	return p.TTL <= 0 || p.TTL > policyDurationMax ||
+		p.TombstoneRetention <= 0 || p.TombstoneRetention > policyDurationMax ||
 		p.LeaseDuration <= 0 || p.InFlightWait < 0 || p.ReconcileAttemptsMax == 0
 }
 
@@ -122,7 +122,7 @@ func policyRefusable(p *core.Policy) bool {
 func (w *world) misconfigure() core.Policy {
 	p := w.policy
 	r := w.rng.servers
-	edges := []time.Duration{-time.Second, 0, 1, policyDurationCap - 1, policyDurationCap, policyDurationCap + 1, 2 * policyDurationCap, 30 * 24 * time.Hour}
+	edges := []time.Duration{-time.Second, 0, 1, policyDurationMax - 1, policyDurationMax, policyDurationMax + 1, 2 * policyDurationMax, 30 * 24 * time.Hour}
 	d := edges[r.IntN(len(edges))]
 	switch r.IntN(5) {
 	case 0:

@@ -16,7 +16,7 @@ import (
 // Its clock is real time: the cases sit an hour from their boundaries.
 func liveRuleWorld(t *testing.T) (*live, *request) {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	cfg.Faults, cfg.DrawLifecycle, cfg.Requests = 0, false, 1
 	l := newLive(cfg.scaled(LiveScale))
 	l.w.start()

@@ -86,7 +86,7 @@ func TestLifecycleCheckerCatchesPlantedBugs(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := DefaultConfig()
+			cfg := ConfigDefault()
 			cfg.LinCheck = false
 			cfg.Step = c.plant.step
 			if c.slow {
@@ -129,7 +129,7 @@ func (s epochForZero) Load(ctx context.Context, scope core.Scope) (store.Snapsho
 // written is reported (invariant 0) at the first such read, though no
 // other checker sees anything wrong for a while.
 func TestStoreReadsBackAsWritten(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	cfg.LinCheck = false
 	cfg.StorePath = StorePathCompareAndSet
 	w := newWorld(cfg, true)

@@ -254,7 +254,7 @@ func (c *client) retry(req *request, wait int64) {
 	}
 	req.backoffOn++
 	backoff := int64(w.cfg.ClientBackoffBase) << min(req.backoffOn, 20)
-	backoff = min(backoff, int64(w.cfg.ClientBackoffCap))
+	backoff = min(backoff, int64(w.cfg.ClientBackoffMax))
 	w.afterH(wait+w.rng.clients.Int64N(backoff+1), req, evRetry)
 }
 

@@ -141,7 +141,7 @@ type Config struct {
 	GatewayLatencyMin, GatewayLatencyMax time.Duration // the gateway's own work
 	GatewayTimeout                       time.Duration // the server's timeout on a gateway call
 	ClientTimeout                        time.Duration // a client's timeout on one attempt
-	ClientBackoffBase, ClientBackoffCap  time.Duration
+	ClientBackoffBase, ClientBackoffMax  time.Duration
 	RestartDelay                         time.Duration // a crashed server comes back after this
 	CrashQuiet                           time.Duration // a restarted server does not crash again for this long
 	ReconcileEvery, SweepEvery           time.Duration
@@ -179,7 +179,7 @@ func drawLifecycle(base core.Policy, r *rand.Rand) core.Policy {
 	p.InFlightAnswer = core.InFlightAnswer(r.IntN(2))
 	p.InFlightWait = pick(0, 200*time.Millisecond)
 	p.ReconcileBackoffBase = pick(50*time.Millisecond, 100*time.Millisecond)
-	p.ReconcileBackoffCap = pick(time.Second, 2*time.Second)
+	p.ReconcileBackoffMax = pick(time.Second, 2*time.Second)
 	p.ReconcileAttemptsMax = []uint32{6, 20, 1000}[r.IntN(3)]
 	return p
 }
@@ -232,21 +232,21 @@ func (c *Config) fastPath(r *rand.Rand) bool {
 	return c.StorePath == StorePathApply
 }
 
-// DefaultFaultRate is each fault's probability per chance to fire, when not in swarm mode.
-const DefaultFaultRate = 0.02
+// FaultRateDefault is each fault's probability per chance to fire, when not in swarm mode.
+const FaultRateDefault = 0.02
 
 // defaultRequests is the requests a seed sends by default (make sim); the
 // convergence bound grows with the requests above it.
 const defaultRequests = 200
 
-// DefaultConfig returns the defaults of simrun.
-func DefaultConfig() Config {
-	p := core.DefaultPolicy()
+// ConfigDefault returns the defaults of simrun.
+func ConfigDefault() Config {
+	p := core.PolicyDefault()
 	p.LeaseDuration = 2 * time.Second
 	p.InFlightWait = 200 * time.Millisecond
 	p.RetryAfter = 100 * time.Millisecond
 	p.ReconcileBackoffBase = 100 * time.Millisecond
-	p.ReconcileBackoffCap = 2 * time.Second
+	p.ReconcileBackoffMax = 2 * time.Second
 	p.ReconcileAttemptsMax = 1000
 	c := Config{
 		Seed:              1,
@@ -269,14 +269,14 @@ func DefaultConfig() Config {
 		GatewayTimeout:    300 * time.Millisecond,
 		ClientTimeout:     1 * time.Second,
 		ClientBackoffBase: 50 * time.Millisecond,
-		ClientBackoffCap:  2 * time.Second,
+		ClientBackoffMax:  2 * time.Second,
 		RestartDelay:      200 * time.Millisecond,
 		CrashQuiet:        2 * time.Second,
 		ReconcileEvery:    500 * time.Millisecond,
 		SweepEvery:        time.Second,
 	}
 	for f := range c.FaultRate {
-		c.FaultRate[f] = DefaultFaultRate
+		c.FaultRate[f] = FaultRateDefault
 	}
 	return c
 }

@@ -16,7 +16,7 @@ import (
 func TestIncarnationsAreNotTheirCreatedAt(t *testing.T) {
 	created := time.Unix(1000, 0)
 	run := func(t *testing.T, bChargesToo bool) []Violation {
-		cfg := DefaultConfig()
+		cfg := ConfigDefault()
 		cfg.Requests = 4
 		w := newWorld(cfg, false)
 		scope := core.Scope{Tenant: "acme", Principal: "client-0", UseCase: "payments.create", Key: "550e8400-e29b-41d4-a716-446655440000"}

@@ -35,7 +35,7 @@ func TestLinCheck(t *testing.T) {
 // TestLinCheckCatchesABrokenStore: a load that returns a version of the
 // record no write ever made is caught.
 func TestLinCheckCatchesABrokenStore(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	cfg.LinCheck = true
 	cfg.Faults = 0
 	cfg.StorePath = StorePathCompareAndSet
@@ -64,7 +64,7 @@ func TestLinCheckCatchesABrokenStore(t *testing.T) {
 // TestLinCheckCatchesABrokenApply: on the fast path, an Apply whose record
 // is not what core.Step makes of the one before it is caught.
 func TestLinCheckCatchesABrokenApply(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	cfg.LinCheck = true
 	cfg.Faults = 0
 	cfg.StorePath = StorePathApply

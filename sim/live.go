@@ -41,7 +41,7 @@ func RunLive(cfg Config) (*Report, error) {
 func (c Config) scaled(k time.Duration) Config {
 	d := func(v *time.Duration) { *v /= k }
 	for _, v := range []*time.Duration{&c.Arrival, &c.NetLatencyMin, &c.NetLatencyMax, &c.StoreLatencyMin, &c.StoreLatencyMax,
-		&c.GatewayLatencyMin, &c.GatewayLatencyMax, &c.GatewayTimeout, &c.ClientTimeout, &c.ClientBackoffBase, &c.ClientBackoffCap,
+		&c.GatewayLatencyMin, &c.GatewayLatencyMax, &c.GatewayTimeout, &c.ClientTimeout, &c.ClientBackoffBase, &c.ClientBackoffMax,
 		&c.ReconcileEvery, &c.SweepEvery} {
 		d(v)
 	}
@@ -92,7 +92,7 @@ func newLive(cfg Config) *live {
 
 // scaledPolicy is p with its times divided by k (at least a millisecond).
 func scaledPolicy(p core.Policy, k time.Duration) core.Policy {
-	for _, v := range []*time.Duration{&p.LeaseDuration, &p.InFlightWait, &p.RetryAfter, &p.ReconcileBackoffBase, &p.ReconcileBackoffCap, &p.TTL, &p.TombstoneRetention} {
+	for _, v := range []*time.Duration{&p.LeaseDuration, &p.InFlightWait, &p.RetryAfter, &p.ReconcileBackoffBase, &p.ReconcileBackoffMax, &p.TTL, &p.TombstoneRetention} {
 		*v = max(*v/k, time.Millisecond)
 	}
 	return p
@@ -299,7 +299,7 @@ func (l *live) send(req *request, n int) bool {
 	cfg := w.cfg
 	dup := l.schedule(FaultDuplicate, w.rng.net)
 	lost := w.fault(FaultLostResponse, w.rng.net)
-	backoff := min(cfg.ClientBackoffBase<<min(n, 20), cfg.ClientBackoffCap)
+	backoff := min(cfg.ClientBackoffBase<<min(n, 20), cfg.ClientBackoffMax)
 	wait := time.Duration(w.rng.clients.Int64N(int64(backoff) + 1))
 	first := l.newCall(req)
 	var second *liveCall

@@ -17,7 +17,7 @@ import (
 func TestLive(t *testing.T) {
 	var played liveSchedules
 	for seed := uint64(1); seed <= 3; seed++ {
-		cfg := DefaultConfig()
+		cfg := ConfigDefault()
 		cfg.Seed, cfg.Requests, cfg.Clients = seed, 120, 12
 		if seed == 3 { // every fault at once, not a swarm's draw
 			cfg = allFaultsAt(0.05)
@@ -82,7 +82,7 @@ func TestLiveCatchesPlantedBugs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for run := range 3 {
-				cfg := DefaultConfig()
+				cfg := ConfigDefault()
 				cfg.Seed, cfg.Requests, cfg.Clients = uint64(run+1), 60, 6
 				cfg.DrawLifecycle = false // records outlive the run: the end state holds the outcomes clients saw
 				if tc.tune != nil {

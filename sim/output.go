@@ -55,7 +55,7 @@ func (c *Config) Describe() string {
 	fmt.Fprintf(&b, "\nnetwork:    latency=%v..%v one way", c.NetLatencyMin, c.NetLatencyMax)
 	fmt.Fprintf(&b, "\nstore:      memstore, latency=%v..%v per call, path=%v", c.StoreLatencyMin, c.StoreLatencyMax, c.StorePath)
 	fmt.Fprintf(&b, "\ngateway:    latency=%v..%v timeout=%v idempotent=%t", c.GatewayLatencyMin, c.GatewayLatencyMax, c.GatewayTimeout, c.GatewayIdempotent)
-	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffCap)
+	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffMax)
 	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)
 	fmt.Fprintf(&b, "\nphases:     faults for %v of arrivals, then healing", c.Arrival)
 	b.WriteString("\nchecks:     SPEC §6 invariants 1-7; SPEC §5 and the drawn policy on every store write (8); bad input refused (9); time boundaries (10); the executor's contract (11); the §7 counters (12)")
@@ -68,7 +68,7 @@ func (c *Config) Describe() string {
 // describePolicy is the lifecycle policy on one line.
 func describePolicy(p *core.Policy) string {
 	return fmt.Sprintf("lease=%v ttl=%v tombstone_retention=%v in_flight_wait=%v retry_after=%v reconcile_backoff=%v..%v attempts_max=%d expiry=%v fail=%v in_flight_answer=%v",
-		p.LeaseDuration, p.TTL, p.TombstoneRetention, p.InFlightWait, p.RetryAfter, p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax, p.Expiry, p.Fail, p.InFlightAnswer)
+		p.LeaseDuration, p.TTL, p.TombstoneRetention, p.InFlightWait, p.RetryAfter, p.ReconcileBackoffBase, p.ReconcileBackoffMax, p.ReconcileAttemptsMax, p.Expiry, p.Fail, p.InFlightAnswer)
 }
 
 // describeRates lists the faults that fire in a run and how often.

@@ -17,7 +17,7 @@ func TestCheckersCatchPlantedBugs(t *testing.T) {
 	} {
 		caught := false
 		for seed := uint64(1); seed <= 50 && !caught; seed++ {
-			cfg := DefaultConfig()
+			cfg := ConfigDefault()
 			cfg.Seed = seed
 			for _, v := range runPlanted(cfg, c.plant) {
 				if v.Invariant == c.invariant {

@@ -50,7 +50,7 @@ func TestWorldCheckersCatchPlantedBugs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			caught := false
 			for seed := uint64(1); seed <= 200 && !caught; seed++ {
-				cfg := DefaultConfig()
+				cfg := ConfigDefault()
 				cfg.Seed, cfg.LinCheck = seed, false
 				cfg.Step = c.step
 				for _, v := range runPlanted(cfg, c.plant) {
@@ -114,7 +114,7 @@ func TestReferenceFingerprint(t *testing.T) {
 // ever carried one payload breaks convergence (invariant 6).
 func TestFingerprintRulesFire(t *testing.T) {
 	newChecker := func() *world {
-		w := newWorld(DefaultConfig(), false)
+		w := newWorld(ConfigDefault(), false)
 		w.start()
 		return w
 	}

@@ -17,7 +17,7 @@ import (
 // (none drawn), no faults, and n requests made, each on a scope of its own.
 func ruleWorld(t *testing.T, n int) (*world, []*request) {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	cfg.Faults, cfg.DrawLifecycle, cfg.Requests = 0, false, n
 	w := newWorld(cfg, false)
 	w.start()

@@ -225,7 +225,7 @@ func (w *world) convergeBound() int64 {
 			backlog++
 		}
 	}
-	return int64(3*p.LeaseDuration + 10*p.ReconcileBackoffCap + 10*w.cfg.ClientBackoffCap + 4*w.cfg.ClientTimeout + 20*w.cfg.ReconcileEvery +
+	return int64(3*p.LeaseDuration + 10*p.ReconcileBackoffMax + 10*w.cfg.ClientBackoffMax + 4*w.cfg.ClientTimeout + 20*w.cfg.ReconcileEvery +
 		load + time.Duration(backlog)*150*time.Millisecond)
 }
 
@@ -343,7 +343,7 @@ func (w *world) finish() {
 }
 
 // counters is the simulator's idem.Metrics: totals only, without the
-// per-label maps of idem.MemMetrics, which it does not need, and of them the
+// per-label maps of idem.MetricsMem, which it does not need, and of them the
 // workers' part (their events, sweep and resolve), so that the servers' can
 // be held to what the servers heard (check_metrics.go).
 type counters struct {

@@ -18,7 +18,7 @@ const baselineSeeds = 200
 // baseline: each anti-pattern must break an invariant within baselineSeeds
 // seeds, and the correct baseline must break none on any of them.
 func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	seeds := baselineSeeds
 	if testing.Short() {
 		seeds = 50
@@ -60,7 +60,7 @@ func TestBaselinesAreCaughtAndCorrectPasses(t *testing.T) {
 
 // allFaultsAt is the default config with every fault at rate, no swarm.
 func allFaultsAt(rate float64) Config {
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	cfg.Swarm = false
 	for f := range cfg.FaultRate {
 		cfg.FaultRate[f] = rate
@@ -149,7 +149,7 @@ func TestStoreRefusalsFire(t *testing.T) {
 
 // TestDeterministic: the same config gives the same run, event for event.
 func TestDeterministic(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := ConfigDefault()
 	cfg.Seed = 42
 	a, _ := Run(cfg)
 	b, _ := Run(cfg)
@@ -169,7 +169,7 @@ func TestSubSeeds(t *testing.T) {
 	// What the clients drew: when each request started, and the keys they
 	// drew as requests arrived, between the gateway's draws.
 	clients := func(mutate func(*Config)) ([]int64, []core.Scope) {
-		cfg := DefaultConfig()
+		cfg := ConfigDefault()
 		cfg.Faults = 0
 		mutate(&cfg)
 		r, _ := Run(cfg)
@@ -199,7 +199,7 @@ func TestInvalidConfig(t *testing.T) {
 		func(c *Config) { c.Lifecycle.LeaseDuration = 0 },
 		func(c *Config) { c.Baseline = 99 },
 	} {
-		cfg := DefaultConfig()
+		cfg := ConfigDefault()
 		mutate(&cfg)
 		if _, err := Run(cfg); err == nil {
 			t.Errorf("%+v accepted", cfg)

@@ -29,7 +29,7 @@ func (h *heldSpy) ApplyHeld(ctx context.Context, held *core.Record, ev core.Even
 
 func TestApplyHeld(t *testing.T) {
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	sc := core.Scope{Principal: "p", UseCase: "u", Key: "0123456789abcdef-held"}
 	fp := core.Fingerprint{1}
 	mem := memstore.New(memstore.Options{})

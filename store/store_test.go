@@ -66,7 +66,7 @@ func newScript() *script {
 // TestOpProtocol: Next names each store call before Do makes it, Done is
 // true exactly when Next is MethodNone, and a lost race loads again.
 func TestOpProtocol(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	s := newScript()
 	s.writeErrs = []error{store.ErrConflict} // the first insert loses a race
 	op := store.NewOp(scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, &p)
@@ -98,7 +98,7 @@ func TestOpProtocol(t *testing.T) {
 // TestOpGivesUpUnderContention: an Op that loses every race stops with a
 // store error instead of spinning for ever.
 func TestOpGivesUpUnderContention(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	s := newScript()
 	for range 1000 {
 		s.writeErrs = append(s.writeErrs, store.ErrConflict)
@@ -121,7 +121,7 @@ func TestOpGivesUpUnderContention(t *testing.T) {
 // both paths; the core refusing an event is the core's error, unwrapped; a
 // store handing the core a record it never made is a store error too.
 func TestApplyErrors(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	down := errors.New("connection refused")
 	ctx := context.Background()
 	cases := []struct {
@@ -194,7 +194,7 @@ func (c corrupt) Load(ctx context.Context, sc core.Scope) (store.Snapshot, error
 // own Apply sees every fast-path call; nil hides it, so that the outer
 // methods see every event.
 func TestWrapDecidesTheFastPath(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	ctx := context.Background()
 	mem := memstore.New(memstore.Options{})
 	plain := store.HideApplier(mem)
@@ -260,7 +260,7 @@ func TestMethodNames(t *testing.T) {
 }
 
 func TestPollWaitSeesAChange(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	ctx := context.Background()
 	mem := memstore.New(memstore.Options{})
 	var a store.Applied

@@ -37,7 +37,7 @@ func benchSteps() []struct {
 	ev   core.Event
 	want core.DecisionKind
 } {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	inProgress := core.Record{Scope: benchScope, Status: core.StatusInProgress, Fingerprint: benchFP, Token: 1, Version: 1,
 		LockedUntil: benchT0.Add(p.LeaseDuration), CreatedAt: benchT0, ExpiresAt: benchT0.Add(p.TTL)}
 	completed := inProgress
@@ -55,7 +55,7 @@ func benchSteps() []struct {
 }
 
 func benchStep(b *testing.B, step stepper, rec core.Record, ev core.Event, want core.DecisionKind) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	b.ReportAllocs()
 	for b.Loop() {
 		r := rec
@@ -92,7 +92,7 @@ func BenchmarkStepJSON(b *testing.B) {
 	defer h.Close(context.Background())
 	b.Logf("the abijson module: %d bytes", len(wasm))
 	s := benchSteps()[2]
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	ctx := context.Background()
 	inst, err := h.get(ctx)
 	if err != nil {
@@ -301,7 +301,7 @@ func BenchmarkFloor(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := core.DefaultPolicy()
+		p := core.PolicyDefault()
 		req := abi.AppendRequest(nil, &s.rec, &s.ev, &p)
 		if err := inst.input.CallWithStack(ctx, []uint64{uint64(len(req))}); err != nil {
 			b.Fatal(err)

@@ -57,7 +57,7 @@ func TestCompilationCache(t *testing.T) {
 		t.Errorf("the second host wrote to the cache, so it compiled again:\nbefore %v\nafter  %v", written, again)
 	}
 	for _, s := range benchSteps() {
-		p := core.DefaultPolicy()
+		p := core.PolicyDefault()
 		native, viaWasm := s.rec, s.rec
 		want, wantErr := core.Step(&native, &s.ev, &p)
 		got, err := second.Step(&viaWasm, &s.ev, &p)

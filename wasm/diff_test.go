@@ -75,7 +75,7 @@ func TestGoldenThroughWasm(t *testing.T) {
 	steps := 0
 	for _, s := range scenarios {
 		t.Run(s.File, func(t *testing.T) {
-			p := core.DefaultPolicy()
+			p := core.PolicyDefault()
 			cur := core.Record{Scope: goldenScope}
 			for _, cmd := range s.Commands {
 				switch {

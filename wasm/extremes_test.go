@@ -21,7 +21,7 @@ func extremeCases() []struct {
 	name string
 	c    stepCase
 } {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	fpA, fpB := genFPs[1], genFPs[2]
 	resp := core.Response{StatusCode: 201, Headers: []core.Header{{Name: "Content-Type", Value: "application/json"}}, Body: []byte(`{"ok":true}`), SchemaVersion: 1}
 	at := func(sec int64, nsec int64) time.Time { return time.Unix(sec, nsec).UTC() }
@@ -100,7 +100,7 @@ func extremeCases() []struct {
 		{"most durations a policy allows", stepCase{
 			Policy: withPolicy(func(q *core.Policy) {
 				q.LeaseDuration, q.InFlightWait, q.RetryAfter = math.MaxInt64, math.MaxInt64, math.MaxInt64
-				q.ReconcileBackoffBase, q.ReconcileBackoffCap = math.MaxInt64, math.MaxInt64
+				q.ReconcileBackoffBase, q.ReconcileBackoffMax = math.MaxInt64, math.MaxInt64
 				q.RequestBytesMax, q.ResponseBytesMax = math.MaxInt64, math.MaxInt64
 			}),
 			Start: abs,

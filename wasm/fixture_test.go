@@ -88,7 +88,7 @@ type (
 		Expiry               uint8  `json:"expiry"`
 		Fail                 uint8  `json:"fail"`
 		ReconcileBackoffBase string `json:"reconcileBackoffBase"`
-		ReconcileBackoffCap  string `json:"reconcileBackoffCap"`
+		ReconcileBackoffMax  string `json:"reconcileBackoffMax"`
 		ReconcileAttemptsMax uint32 `json:"reconcileAttemptsMax"`
 		TombstoneRetention   string `json:"tombstoneRetention"`
 		KeyBytesMax          fxInt  `json:"keyBytesMax"`
@@ -213,7 +213,7 @@ func fxPolicy(p core.Policy) fixturePolicy {
 	return fixturePolicy{
 		LeaseDuration: fxI64(int64(p.LeaseDuration)), TTL: fxI64(int64(p.TTL)), InFlightWait: fxI64(int64(p.InFlightWait)),
 		InFlightAnswer: uint8(p.InFlightAnswer), RetryAfter: fxI64(int64(p.RetryAfter)), Expiry: uint8(p.Expiry), Fail: uint8(p.Fail),
-		ReconcileBackoffBase: fxI64(int64(p.ReconcileBackoffBase)), ReconcileBackoffCap: fxI64(int64(p.ReconcileBackoffCap)),
+		ReconcileBackoffBase: fxI64(int64(p.ReconcileBackoffBase)), ReconcileBackoffMax: fxI64(int64(p.ReconcileBackoffMax)),
 		ReconcileAttemptsMax: p.ReconcileAttemptsMax, TombstoneRetention: fxI64(int64(p.TombstoneRetention)), KeyBytesMax: fxInt(p.KeyBytesMax), RequestBytesMax: fxInt(p.RequestBytesMax),
 		ResponseBytesMax: fxInt(p.ResponseBytesMax),
 	}
@@ -264,7 +264,7 @@ func buildFixture() ([]byte, error) {
 	}
 	for _, s := range scenarios {
 		// A policy command starts a new case from the record so far.
-		c := stepCase{Policy: core.DefaultPolicy(), Start: core.Record{Scope: goldenScope}}
+		c := stepCase{Policy: core.PolicyDefault(), Start: core.Record{Scope: goldenScope}}
 		name := s.File
 		flush := func() {
 			if len(c.Events) > 0 {

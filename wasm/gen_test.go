@@ -46,7 +46,7 @@ var (
 func genDuration(t *rapid.T, name string) time.Duration {
 	return rapid.SampledFrom([]time.Duration{
 		-time.Second, 0, 1, time.Millisecond, time.Second, 3 * time.Second, time.Minute, 5 * time.Minute,
-		time.Hour, 24 * time.Hour, core.TTLCap, core.TTLCap + 1,
+		time.Hour, 24 * time.Hour, core.TTLMax, core.TTLMax + 1,
 	}).Draw(t, name)
 }
 
@@ -54,7 +54,7 @@ func genDuration(t *rapid.T, name string) time.Duration {
 // sometimes one value out of range, so that every ErrInvalidPolicy message
 // is compared too.
 func genPolicy(t *rapid.T) core.Policy {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	p.LeaseDuration = rapid.SampledFrom([]time.Duration{time.Second, 5 * time.Second, time.Minute, 5 * time.Minute}).Draw(t, "lease")
 	p.TTL = rapid.SampledFrom([]time.Duration{10 * time.Second, time.Minute, time.Hour, 24 * time.Hour}).Draw(t, "ttl")
 	p.RetryAfter = rapid.SampledFrom([]time.Duration{time.Millisecond, time.Second, 3 * time.Second}).Draw(t, "retry_after")
@@ -62,10 +62,10 @@ func genPolicy(t *rapid.T) core.Policy {
 	p.Fail = core.FailMode(rapid.IntRange(0, 1).Draw(t, "fail"))
 	p.InFlightAnswer = core.InFlightAnswer(rapid.IntRange(0, 1).Draw(t, "in_flight_answer"))
 	p.ReconcileBackoffBase = rapid.SampledFrom([]time.Duration{time.Millisecond, time.Second}).Draw(t, "backoff_base")
-	p.ReconcileBackoffCap = p.ReconcileBackoffBase * time.Duration(rapid.SampledFrom([]int{1, 3, 1000}).Draw(t, "backoff_cap_factor"))
+	p.ReconcileBackoffMax = p.ReconcileBackoffBase * time.Duration(rapid.SampledFrom([]int{1, 3, 1000}).Draw(t, "backoff_cap_factor"))
 	p.ReconcileAttemptsMax = uint32(rapid.IntRange(1, 5).Draw(t, "attempts_max"))
 	p.ResponseBytesMax = rapid.SampledFrom([]int{16, 1024, 1 << 20}).Draw(t, "response_bytes_max")
-	p.TombstoneRetention = rapid.SampledFrom([]time.Duration{time.Second, time.Hour, core.TTLCap}).Draw(t, "tombstone_retention")
+	p.TombstoneRetention = rapid.SampledFrom([]time.Duration{time.Second, time.Hour, core.TTLMax}).Draw(t, "tombstone_retention")
 	switch rapid.IntRange(0, 19).Draw(t, "invalid_policy_field") {
 	case 0:
 		p.LeaseDuration = genDuration(t, "bad_lease")
@@ -80,7 +80,7 @@ func genPolicy(t *rapid.T) core.Policy {
 	case 5:
 		p.Fail = core.FailMode(rapid.IntRange(0, 255).Draw(t, "bad_fail"))
 	case 6:
-		p.ReconcileBackoffCap = genDuration(t, "bad_backoff_cap")
+		p.ReconcileBackoffMax = genDuration(t, "bad_backoff_cap")
 	case 7:
 		p.ReconcileAttemptsMax = 0
 	case 8:

@@ -66,7 +66,7 @@ func readGoldenScenarios() ([]goldenScenario, error) {
 
 func parseGolden(file, src string) (goldenScenario, error) {
 	s := goldenScenario{File: file}
-	policy := core.DefaultPolicy()
+	policy := core.PolicyDefault()
 	lines := strings.Split(strings.TrimRight(src, "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
@@ -156,7 +156,7 @@ func parseGoldenCommand(cmd *goldenCommand, policy *core.Policy) error {
 			case "backoff_base":
 				policy.ReconcileBackoffBase = dur(k)
 			case "backoff_cap":
-				policy.ReconcileBackoffCap = dur(k)
+				policy.ReconcileBackoffMax = dur(k)
 			case "retention":
 				policy.TombstoneRetention = dur(k)
 			case "attempts_max":

@@ -217,9 +217,9 @@ type instance struct {
 	stepFunc api.Function
 	stack    []uint64 // parameters and results of a call, reused
 	request  []byte   // the encoded request, reused
-	// inputAddr and inputCap are the guest's input buffer, as idem_input
+	// inputAddr and inputBytes are the guest's input buffer, as idem_input
 	// last returned it: a step calls idem_input only when it needs more.
-	inputAddr, inputCap uint32
+	inputAddr, inputBytes uint32
 }
 
 func (h *Host) instantiate(ctx context.Context) (*instance, error) {
@@ -274,12 +274,12 @@ func (inst *instance) step(ctx context.Context, rec *core.Record, ev *core.Event
 	if uint64(len(inst.request)) != uint64(n) {
 		return core.Transition{}, fmt.Errorf("idem/wasm: a %d-byte request does not fit a 32-bit address space", len(inst.request))
 	}
-	if n > inst.inputCap {
+	if n > inst.inputBytes {
 		inst.stack[0] = uint64(n)
 		if err := inst.input.CallWithStack(ctx, inst.stack); err != nil {
 			return core.Transition{}, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportInput, err)
 		}
-		inst.inputAddr, inst.inputCap = uint32(inst.stack[0]), n
+		inst.inputAddr, inst.inputBytes = uint32(inst.stack[0]), n
 	}
 	if !inst.mem.Write(inst.inputAddr, inst.request) {
 		return core.Transition{}, fmt.Errorf("%w: input buffer at %#x+%d is outside the module's memory", ErrTrap, inst.inputAddr, n)

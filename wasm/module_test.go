@@ -106,7 +106,7 @@ func TestABIVersionMismatch(t *testing.T) {
 // leaves the record as it was.
 func TestRefusedErrorIdentity(t *testing.T) {
 	h := testHost(t)
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	rec := core.Record{Scope: goldenScope}
 	ev := core.Event{Kind: core.EventReserve, Now: goldenT0, Token: 1, Fingerprint: core.Fingerprint{1}}
 	if _, err := h.Step(&rec, &ev, &p); err != nil {

@@ -85,7 +85,7 @@ func TestDifferentialCatchesPerturbation(t *testing.T) {
 // instance and answers as the native core.
 func TestTrapReplacesInstance(t *testing.T) {
 	h := testPerturbedHost(t)
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	rec := core.Record{Scope: goldenScope}
 	trap := core.Event{Kind: 200, Now: goldenT0}
 	_, err := h.Step(&rec, &trap, &p)

@@ -21,7 +21,7 @@ func TestSimulatorRunsOnTheWasmCore(t *testing.T) {
 	}
 	for _, path := range []sim.StorePath{sim.StorePathCompareAndSet, sim.StorePathApply} {
 		for seed := uint64(1); seed <= 2; seed++ {
-			cfg := sim.DefaultConfig()
+			cfg := sim.ConfigDefault()
 			cfg.Seed, cfg.Requests, cfg.StorePath = seed, 60, path
 			native, err := sim.Run(cfg)
 			if err != nil {

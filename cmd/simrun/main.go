@@ -50,7 +50,7 @@ func (e printedError) Unwrap() error { return e.error }
 // parse reads args. An error of the flag package's own (flag.ErrHelp for -h
 // included) comes as a printedError.
 func parse(args []string, stderr io.Writer) (*flags, error) {
-	f := &flags{cfg: sim.DefaultConfig()}
+	f := &flags{cfg: sim.ConfigDefault()}
 	cfg := &f.cfg
 	fs := flag.NewFlagSet("simrun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -63,7 +63,7 @@ func parse(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.baseline, "baseline", "correct", "how servers use the store: correct, or an anti-pattern that must be caught: "+strings.Join(baselineNames()[1:], ", "))
 	fs.StringVar(&f.storePath, "store-path", "drawn", "how the executor reaches the memory store: drawn (per seed), compare-and-set (load, then a conditional write) or apply (its single-lock fast path)")
 	fs.StringVar(&f.swarm, "swarm", "", "true: draw per seed which faults fire and how often; false: every fault at -fault-rate (default: true for -seeds > 1)")
-	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.DefaultFaultRate, "each fault's probability per chance, without swarm")
+	fs.Float64Var(&cfg.FaultRate[0], "fault-rate", sim.FaultRateDefault, "each fault's probability per chance, without swarm")
 	fs.BoolVar(&cfg.GatewayIdempotent, "gateway-idempotent", false, "the gateway dedupes charges by key itself (off: idem alone must prevent duplicates)")
 	fs.BoolVar(&cfg.DrawLifecycle, "draw-lifecycle", true, "draw each seed's lifecycle policy (lease, TTL, retention, expiry and fail modes, reconcile limits) from its seed")
 	fs.BoolVar(&cfg.LinCheck, "lincheck", cfg.LinCheck, "also check each run's store history for linearizability (package linearizability)")

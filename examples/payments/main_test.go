@@ -474,7 +474,7 @@ func TestReadmeExampleIsThisProgram(t *testing.T) {
 		t.Fatal("the comparison does not see a changed line")
 	}
 	// The README states the key length the core enforces.
-	if want := fmt.Sprintf("Keys must be %d–%d bytes", core.KeyBytesMin, core.KeyBytesLimit); !bytes.Contains(readme, []byte(want)) {
+	if want := fmt.Sprintf("Keys must be %d–%d bytes", core.KeyBytesMin, core.KeyBytesMax); !bytes.Contains(readme, []byte(want)) {
 		t.Errorf("README.md does not say %q", want)
 	}
 	// One executor, built in run() at start-up, never in a handler.

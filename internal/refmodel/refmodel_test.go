@@ -72,14 +72,14 @@ func TestSameResponseIsByteForByte(t *testing.T) {
 // TestReconcileBackoff: base * 2^n, capped, whatever n, and never past the
 // cap on the way to it, however large the cap.
 func TestReconcileBackoff(t *testing.T) {
-	p := core.DefaultPolicy()
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap = 100*time.Millisecond, time.Second
+	p := core.PolicyDefault()
+	p.ReconcileBackoffBase, p.ReconcileBackoffMax = 100*time.Millisecond, time.Second
 	for n, want := range map[uint32]time.Duration{0: 100 * time.Millisecond, 1: 200 * time.Millisecond, 3: 800 * time.Millisecond, 4: time.Second, 1 << 31: time.Second} {
 		if got := ReconcileBackoff(&p, n); got != want {
 			t.Errorf("backoff after %d answers: %v, want %v", n, got, want)
 		}
 	}
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap = 3*time.Second, math.MaxInt64
+	p.ReconcileBackoffBase, p.ReconcileBackoffMax = 3*time.Second, math.MaxInt64
 	if got := ReconcileBackoff(&p, math.MaxUint32); got != math.MaxInt64 {
 		t.Errorf("backoff under the largest cap after 2^32-1 answers: %v, want the cap", got)
 	}
@@ -89,7 +89,7 @@ func TestReconcileBackoff(t *testing.T) {
 // expires_at, and not a nanosecond before; a lease is over at exactly its
 // locked_until.
 func TestReserveAtExpiry(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	at := t0.Add(time.Hour)
 	for _, c := range []struct {
 		st   core.Status

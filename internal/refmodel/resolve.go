@@ -59,7 +59,7 @@ func (c *change) stillUnknown() {
 // doubled once per answer, at most its cap (and never past it on the way,
 // whatever the count).
 func ReconcileBackoff(p *core.Policy, attempts uint32) time.Duration {
-	wait, ceiling := p.ReconcileBackoffBase, p.ReconcileBackoffCap
+	wait, ceiling := p.ReconcileBackoffBase, p.ReconcileBackoffMax
 	for n := attempts; n > 0 && wait < ceiling; n-- {
 		if wait > ceiling-wait {
 			return ceiling // doubling would pass the cap

@@ -156,7 +156,7 @@ func newBenchCase() *benchCase {
 		fpHex:    fp.String(),
 		seedResp: seedResponse{statusCode: 201, body: `{"paymentId":"p-1"}`},
 		resp:     response(1),
-		policy:   idem.DefaultPolicy(),
+		policy:   idem.PolicyDefault(),
 		// memstore's default clock
 		clock: func() time.Time { return start.Add(time.Since(start)) },
 	}

@@ -19,7 +19,7 @@ import (
 // scope is looked up.
 func TestIndexAgreesWithAMap(t *testing.T) {
 	ctx := context.Background()
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	p.Fail = core.FailEvict
 	var scopes []idem.Scope
 	for k := range 60 {

@@ -44,7 +44,7 @@ func TestRacingRequestsExecuteOnce(t *testing.T) {
 	}{{"waiters replay", 200 * time.Millisecond, 50 * time.Millisecond}, {"waiters give up", 10 * time.Millisecond, 300 * time.Millisecond}} {
 		t.Run(mode.name, func(t *testing.T) {
 			stores(t, memstore.Options{}, func(t *testing.T, s store.Store, _ *memstore.Store) {
-				p := idem.DefaultPolicy()
+				p := idem.PolicyDefault()
 				p.InFlightWait = mode.wait
 				executed, replayed, inFlight := race32(t, s, p, mode.hold)
 				if mode.wait > mode.hold && replayed == 0 || mode.wait < mode.hold && inFlight == 0 {
@@ -109,7 +109,7 @@ func race32(t *testing.T, s store.Store, p idem.Policy, hold time.Duration) (exe
 
 func TestRacingCompletionsStoreOneResponse(t *testing.T) {
 	stores(t, memstore.Options{}, func(t *testing.T, s store.Store, _ *memstore.Store) {
-		p := idem.DefaultPolicy()
+		p := idem.PolicyDefault()
 		ctx := context.Background()
 		a, err := applyOver(ctx, s, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 		if err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
@@ -164,7 +164,7 @@ func TestRacingCompletionsStoreOneResponse(t *testing.T) {
 func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 	clock := fakeclock.New()
 	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s store.Store, _ *memstore.Store) {
-		p := idem.DefaultPolicy()
+		p := idem.PolicyDefault()
 		ctx := context.Background()
 		apply := func(ev core.Event) store.Applied {
 			t.Helper()
@@ -207,7 +207,7 @@ func TestOldTokenRefusedAfterLeaseExpiry(t *testing.T) {
 func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 	clock := fakeclock.New()
 	stores(t, memstore.Options{Clock: clock.Now}, func(t *testing.T, s store.Store, _ *memstore.Store) {
-		p := idem.DefaultPolicy()
+		p := idem.PolicyDefault()
 		p.InFlightWait = 0
 		ex, err := idem.New(s, idem.WithPolicy(p))
 		if err != nil {
@@ -270,7 +270,7 @@ func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 
 func TestTokensNeverRepeatAfterDelete(t *testing.T) {
 	stores(t, memstore.Options{}, func(t *testing.T, s store.Store, _ *memstore.Store) {
-		p := idem.DefaultPolicy()
+		p := idem.PolicyDefault()
 		p.Fail = core.FailEvict
 		ctx := context.Background()
 		var last core.Token
@@ -322,7 +322,7 @@ func TestBoundedStoreRefusesAndNeverEvicts(t *testing.T) {
 
 func TestWaitWakesOnChangeWithoutPolling(t *testing.T) {
 	m := memstore.New(memstore.Options{})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ctx := context.Background()
 	a, err := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 	if err != nil {
@@ -361,7 +361,7 @@ func TestWaitWakesOnChangeWithoutPolling(t *testing.T) {
 
 func TestStoredResponseIsACopy(t *testing.T) {
 	m := memstore.New(memstore.Options{})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ctx := context.Background()
 	a, _ := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
 	resp := response(1)
@@ -378,7 +378,7 @@ func TestStoredResponseIsACopy(t *testing.T) {
 func TestDueListsInOrderAndBounded(t *testing.T) {
 	clock := fakeclock.New()
 	m := memstore.New(memstore.Options{Clock: clock.Now})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ctx := context.Background()
 	for i := range 5 {
 		if _, err := applyOver(ctx, m, &p, scopeN(i), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil {
@@ -419,7 +419,7 @@ func TestCancelledContextIsAnError(t *testing.T) {
 
 func TestScopesSharingAKeyAreUnrelated(t *testing.T) {
 	m := memstore.New(memstore.Options{})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	p.Fail = core.FailEvict
 	ctx := context.Background()
 	scopes := []idem.Scope{scopeN(0), scopeN(0), scopeN(0), scopeN(0)}
@@ -463,7 +463,7 @@ func TestScopesSharingAKeyAreUnrelated(t *testing.T) {
 func TestDueNoticesNewlyDueRecords(t *testing.T) {
 	clock := fakeclock.New()
 	m := memstore.New(memstore.Options{Clock: clock.Now, Shards: 4})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ctx := context.Background()
 	tokens := map[int]core.Token{}
 	for i := range 40 {
@@ -506,7 +506,7 @@ func TestBadInputIsAnError(t *testing.T) {
 	if err := m.CompareAndSet(ctx, nil, 1, 1); !errors.Is(err, core.ErrInvalidRecord) {
 		t.Fatalf("compare-and-set nil: %v", err)
 	}
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	if a, err := applyOver(ctx, m, &p, scopeN(1), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil || a.Transition.Decision.Kind != core.DecisionExecute {
 		t.Fatalf("the bounded store does not work: %v %v", a.Transition.Decision.Kind, err)
 	}
@@ -586,7 +586,7 @@ func TestFullStoreRecoversWhenRecordsExpire(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	stores(t, memstore.Options{RecordsMax: 2, Clock: clock}, func(t *testing.T, s store.Store, m *memstore.Store) {
-		p := idem.DefaultPolicy()
+		p := idem.PolicyDefault()
 		p.TTL, p.TombstoneRetention = time.Hour, 2*time.Hour
 		ex, err := idem.New(s, idem.WithPolicy(p))
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 
 func BenchmarkApplyReplay(b *testing.B) {
 	m := memstore.New(memstore.Options{})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ctx := context.Background()
 	sc := scopeN(0)
 	lifecycle(b, m, &p, sc, response(1), new(store.Applied), false)
@@ -29,7 +29,7 @@ func BenchmarkApplyReplay(b *testing.B) {
 
 func BenchmarkLoad(b *testing.B) {
 	m := memstore.New(memstore.Options{})
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ctx := context.Background()
 	sc := scopeN(0)
 	lifecycle(b, m, &p, sc, response(1), new(store.Applied), false)

@@ -47,7 +47,7 @@ func BenchmarkSweepBatch(b *testing.B) {
 	now := time.Unix(1_700_000_000, 0)
 	n := sweepRecords()
 	m := preloadExpired(b, n, now)
-	p := idem.DefaultPolicy()
+	p := idem.PolicyDefault()
 	ctx := context.Background()
 	var a store.Applied
 	swept := 0

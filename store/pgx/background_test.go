@@ -138,7 +138,7 @@ func TestDueClaimDisjoint(t *testing.T) {
 // fenced write: what the executor's sweeper does), until nothing is due. It
 // returns the scopes its Due listed.
 func sweepAll(ctx context.Context, s *Store, batch int) ([]core.Scope, error) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	var swept []core.Scope
 	for {
 		recs, err := s.Due(ctx, store.DueSweep, batch)
@@ -187,7 +187,7 @@ func TestPrune(t *testing.T) {
 	// server may plan for a large table: the order must be the statement's,
 	// not that of an index it happens to read.
 	pruner := db.seqScanStore(t)
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	n, err := pruner.Prune(ctx, &p, 3)
 	if err != nil || n != 3 {
 		t.Fatalf("first batch: %d, %v; want 3", n, err)
@@ -237,7 +237,7 @@ func (db *testDB) seqScanStore(t *testing.T) *Store {
 // TestPruneCheckedByCore: a row the core would not prune is a driver bug,
 // whatever the statement picked.
 func TestPruneCheckedByCore(t *testing.T) {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	sc := testScope("prune-check")
 	rec := tombstone(-time.Second)(sc, now, 9)
@@ -263,7 +263,7 @@ func TestNotifyOnlyWhenWaited(t *testing.T) {
 	s := db.newStore(t, Options{PollInterval: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 			db := newTestDB(b)
 			s := db.newStore(b, Options{PollInterval: c.poll})
 			ctx := context.Background()
-			p := core.DefaultPolicy()
+			p := core.PolicyDefault()
 			prefix := benchKeyPrefix()
 			var lat []time.Duration
 			i := 0
@@ -167,7 +167,7 @@ func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 	s := db.newStore(b, Options{})
 	selectSQL := `SELECT statement_timestamp(), ` + recordCols + ` FROM ` + s.n.qualified + ` WHERE ` + scopeMatch
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	// The reserve's template, as the driver computes it once per request.
 	var t template
 	if ok, err := newTemplate(&t, &core.Record{}, core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p); err != nil || !ok {

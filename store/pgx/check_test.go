@@ -29,7 +29,7 @@ func TestWrittenRowsAreCheckedAgainstTheCore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	_, err := applyOver(ctx, s, &p, testScope("rewritten-new"), core.Event{Kind: core.EventReserve, Fingerprint: testFP})
 	if !store.DriverBug(err) {
 		t.Errorf("a new key's reserve whose row the trigger changed: %v, want a driver bug", err)
@@ -53,7 +53,7 @@ func TestPruneRollsBackWhatTheCoreWouldNotPrune(t *testing.T) {
 		r.Fingerprint = core.Fingerprint{}
 		return r
 	})
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	if n, err := s.Prune(ctx, &p, 10); n != 0 || !store.DriverBug(err) {
 		t.Fatalf("Prune over a tombstone the core refuses: %d, %v; want 0 and a driver bug", n, err)
 	}

@@ -48,7 +48,7 @@ func TestLoadReadsTheDatabaseClock(t *testing.T) {
 	if ahead := time.Until(snap.Now); ahead < 23*time.Hour {
 		t.Fatalf("Load's Now is %v ahead of the host, want the database's clock (a day ahead)", ahead)
 	}
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	a, err := applyOver(ctx, store.HideApplier(s), &p, testScope("skewed-reserve"), core.Event{Kind: core.EventReserve, Fingerprint: testFP})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestStatementTimesInACallersTransaction(t *testing.T) {
 	db := newTestDB(t)
 	s := db.newStore(t, Options{ReadFirst: true, PollInterval: -1})
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	completed := reserved(t, s, testScope("tx-time-replay"))
 	if err := store.ApplyHeld(ctx, s, &completed, core.Event{Kind: core.EventComplete, Token: completed.Token, Response: core.Response{StatusCode: 201}}, &p, new(store.Applied)); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestPolicyDurationsFinerThanTheDatabase(t *testing.T) {
 	db := newTestDB(t)
 	s := db.newStore(t, Options{PollInterval: -1})
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	p.LeaseDuration, p.TTL = time.Minute+999*time.Nanosecond, time.Hour+999*time.Nanosecond
 	sc := testScope("nanoseconds")
 	a, err := applyOver(ctx, s, &p, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP})

@@ -21,7 +21,7 @@ import (
 // reserved makes an in_progress record for sc and returns it.
 func reserved(t *testing.T, s store.Store, sc core.Scope) core.Record {
 	t.Helper()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	var a store.Applied
 	if err := store.Apply(context.Background(), s, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p, &a); err != nil {
 		t.Fatal(err)
@@ -304,7 +304,7 @@ func TestUnreachableIsNotAmbiguous(t *testing.T) {
 	rec := reserved(t, s, testScope("unreachable"))
 	down.Store(true)
 	pool.Reset() // every new connection dials the dead port
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	_, loadErr := s.Load(ctx, rec.Scope)
 	_, dueErr := s.Due(ctx, store.DueSweep, 10)
 	for what, err := range map[string]error{

@@ -56,6 +56,6 @@ func TestHeldRowsAreSkipped(t *testing.T) {
 		recs, err := worker.Due(ctx, store.DueSweep, 10)
 		return len(recs), err
 	})
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	run("Prune", 2, func() (int, error) { return worker.Prune(ctx, &p, 10) })
 }

@@ -66,7 +66,7 @@ func BenchmarkMillion(b *testing.B) {
 	s := db.newStore(b, Options{})
 	preloadMillion(b, db, s)
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	for _, batch := range []int{100, 1000} {
 		b.Run("due/batch="+itoa(batch), func(b *testing.B) {
 			for b.Loop() {

@@ -43,7 +43,7 @@ func TestEveryWriteNotifiesItsWaiters(t *testing.T) {
 	db := newTestDB(t)
 	s := db.newStore(t, Options{PollInterval: time.Hour})
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	t.Run("compare-and-set", func(t *testing.T) {
 		rec := reserved(t, s, testScope("notify-cas"))
 		waitThrough(t, db, s, rec, func() {

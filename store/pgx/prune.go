@@ -30,7 +30,7 @@ func (s *Store) Prune(ctx context.Context, p *core.Policy, limit int) (int, erro
 		return 0, nil
 	}
 	if p == nil {
-		d := core.DefaultPolicy()
+		d := core.PolicyDefault()
 		p = &d
 	}
 	var n int

@@ -17,7 +17,7 @@ func TestConcurrentReservesOfANewKey(t *testing.T) {
 	db := newTestDB(t)
 	s := db.newStore(t, Options{PollInterval: -1})
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	const keys, clients = 10, 8
 	for k := range keys {
 		sc := testScope("race-" + itoa(k))

@@ -49,7 +49,7 @@ func TestRefusedIsNotAmbiguous(t *testing.T) {
 	db := newTestDB(t)
 	s := refusingStore(t, db)
 	ctx := context.Background()
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	unchanged := func(t *testing.T, want core.Record) {
 		t.Helper()
 		if snap, err := s.Load(ctx, want.Scope); err != nil || snap.Record.Version != want.Version || snap.Record.Status != want.Status {

@@ -48,7 +48,7 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatalf("replay: %+v, %v", r, err)
 		}
 	})
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	var a store.Applied
 	sc := testScope("rt-steps")
 	count("reserve of a new key", 1, func() {

@@ -68,7 +68,7 @@ func TestPrunedTokensAreNeverHandedOutAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := snap.Record.Token
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	if n, err := s.Prune(ctx, &p, 10); n != 1 || err != nil {
 		t.Fatalf("Prune: %d, %v; want the one tombstone past its retention", n, err)
 	}

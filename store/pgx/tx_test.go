@@ -59,7 +59,7 @@ func TestCompleteIn(t *testing.T) {
 	})
 	t.Run("fenced-completion-rolls-back-the-business-write", func(t *testing.T) {
 		ex, _ := idem.New(s)
-		p := core.DefaultPolicy()
+		p := core.PolicyDefault()
 		sc := testScope("tx-fenced")
 		var completeErr error
 		_, _ = ex.Do(ctx, idem.Request{Scope: sc, Fingerprint: testFP}, func(actx context.Context, at idem.Attempt) (idem.Response, error) {
@@ -92,7 +92,7 @@ func TestCompleteIn(t *testing.T) {
 		// The process that runs the attempt dies between the business
 		// write and the commit: its connection closes. (Store calls as
 		// Do and CompleteIn make them: a process that dies makes no more.)
-		p := core.DefaultPolicy()
+		p := core.PolicyDefault()
 		p.LeaseDuration = 50 * time.Millisecond
 		sc := testScope("tx-crash")
 		var a store.Applied

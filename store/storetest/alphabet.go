@@ -92,7 +92,7 @@ func (c *contract) acceptedBytes(t *testing.T) {
 // has one) and store.ApplyHeld (its HeldApplier), each on a scope of its
 // own from scope, and returns what did not come back as written.
 func checkAcceptedBytes(ctx context.Context, s store.Store, d linearizability.ModelOptions, scope func() core.Scope) []string {
-	b := &byteCheck{ctx: ctx, s: s, d: d, scope: scope, p: core.DefaultPolicy()}
+	b := &byteCheck{ctx: ctx, s: s, d: d, scope: scope, p: core.PolicyDefault()}
 	for i, r := range acceptedResponses() {
 		b.raw(fmt.Sprintf("insert response %d", i), func(rec *core.Record) { rec.Status, rec.Response = core.StatusCompleted, r })
 		b.events(fmt.Sprintf("apply complete %d", i), false, core.Event{Kind: core.EventComplete, Response: r})

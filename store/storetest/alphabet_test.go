@@ -26,7 +26,7 @@ func TestAlphabetsAreTheCores(t *testing.T) {
 			t.Errorf("error code %q (%d bytes): %v", code, len(code), err)
 		}
 	}
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	for i, r := range acceptedResponses() {
 		rec := core.Record{Scope: core.Scope{Principal: "p", UseCase: "u", Key: "0123456789abcdef"}}
 		now := core.Event{Kind: core.EventReserve, Fingerprint: fpA, Token: 1, Now: time.Unix(1e9, 0)}

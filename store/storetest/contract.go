@@ -402,7 +402,7 @@ func (c *contract) recordsAreCopies(t *testing.T) {
 // too.
 func (c *contract) appliedResponsesAreCopies(t *testing.T) {
 	s := c.newStore(t)
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	apply := applyOrHeld(t, s, &p)
 	for i, how := range []string{"apply complete", "apply-held complete", "apply resolve executed"} {
 		sc := c.scope(t, i)
@@ -460,10 +460,10 @@ type dueFixture struct {
 }
 
 func (c *contract) newDueFixture(t *testing.T) *dueFixture {
-	f := &dueFixture{t: t, ctx: context.Background(), p: core.DefaultPolicy(), scopes: make([]core.Scope, 5)}
+	f := &dueFixture{t: t, ctx: context.Background(), p: core.PolicyDefault(), scopes: make([]core.Scope, 5)}
 	f.s, f.advance, f.lease = c.clock(t)
 	f.p.LeaseDuration, f.p.TTL = f.lease, 2*f.lease
-	f.p.ReconcileBackoffBase, f.p.ReconcileBackoffCap, f.p.ReconcileAttemptsMax = f.lease, 4*f.lease, 2
+	f.p.ReconcileBackoffBase, f.p.ReconcileBackoffMax, f.p.ReconcileAttemptsMax = f.lease, 4*f.lease, 2
 	for i := range f.scopes {
 		f.scopes[i] = c.scope(t, i)
 	}
@@ -664,7 +664,7 @@ func (c *contract) cancelledContext(t *testing.T) {
 		t.Error("Due with a cancelled context succeeded")
 	}
 	if a, ok := s.(store.Applier); ok {
-		p := core.DefaultPolicy()
+		p := core.PolicyDefault()
 		if err := a.Apply(ctx, sc, core.Event{Kind: core.EventReserve, Fingerprint: fpA}, &p, new(store.Applied)); err == nil {
 			t.Error("Apply with a cancelled context succeeded")
 		}
@@ -679,7 +679,7 @@ func (c *contract) applier(t *testing.T) {
 		t.Log("not a store.Applier: nothing to compare")
 		return
 	}
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	p.LeaseDuration = lease
 	paths := []applierPath{{"apply", s, c.scope(t, 0), 0, nil}, {"compare-and-set", store.HideApplier(s), c.scope(t, 1), 0, nil}}
 	if _, ok := s.(store.HeldApplier); ok {
@@ -819,7 +819,7 @@ func (c *contract) heldApplier(t *testing.T) {
 	if _, ok := s.(store.HeldApplier); !ok {
 		t.Log("not a store.HeldApplier: store.ApplyHeld is store.Apply")
 	}
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	apply := applyOrHeld(t, s, &p)
 	// Moved on by a heartbeat: the held version is stale, the token still owns.
 	sc := c.scope(t, 0)

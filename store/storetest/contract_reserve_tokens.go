@@ -16,7 +16,7 @@ import (
 // scopes share a token.
 func (c *contract) reserveTokens(t *testing.T) {
 	s := c.newStore(t)
-	keep, evict := core.DefaultPolicy(), core.DefaultPolicy()
+	keep, evict := core.PolicyDefault(), core.PolicyDefault()
 	keep.Fail, evict.Fail = core.FailKeep, core.FailEvict
 	owners := map[core.Token]core.Scope{}
 	for i := range 2 {

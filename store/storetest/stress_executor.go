@@ -37,12 +37,12 @@ func stressExecutor(ctx context.Context, s store.Store, h *historySpec) (*histor
 // executorPolicy is the policy of an executor stress: leases short enough to
 // run out under the actions' sleeps, and a TTL that never does.
 func executorPolicy(rng *rand.Rand) core.Policy {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	p.LeaseDuration = 3 * time.Millisecond
 	p.TTL = time.Hour
 	p.InFlightWait = time.Millisecond
 	p.RetryAfter = time.Millisecond
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 4
+	p.ReconcileBackoffBase, p.ReconcileBackoffMax, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 4
 	if rng.IntN(2) == 0 {
 		p.Fail = core.FailEvict
 	}

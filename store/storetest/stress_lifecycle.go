@@ -63,11 +63,11 @@ func stressLifecycle(ctx context.Context, s store.Store, h *historySpec) (*histo
 // few milliseconds, so that they run out within a history, and either
 // failure and expiry mode.
 func lifecyclePolicy(rng *rand.Rand) core.Policy {
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	p.LeaseDuration = time.Duration(1+rng.IntN(3)) * time.Millisecond
 	p.TTL = 3 * time.Millisecond
 	p.RetryAfter = time.Millisecond
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 3
+	p.ReconcileBackoffBase, p.ReconcileBackoffMax, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 3
 	if rng.IntN(3) == 0 {
 		p.Fail = core.FailEvict
 	}

@@ -30,9 +30,9 @@ func stressStore(ctx context.Context, s store.Store, h *historySpec) (*historyOu
 func storeWorker(ctx context.Context, c store.Store, h *historySpec, g, ops int, seen *counter, round func()) {
 	rng := h.rng(g)
 	views := map[core.Scope]*store.Snapshot{}
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	p.LeaseDuration, p.TTL = time.Millisecond, 2*time.Millisecond
-	p.ReconcileBackoffBase, p.ReconcileBackoffCap, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 3
+	p.ReconcileBackoffBase, p.ReconcileBackoffMax, p.ReconcileAttemptsMax = time.Millisecond, 4*time.Millisecond, 3
 	for done := 0; done < ops; done++ { // one store call per iteration
 		sc := h.scope(rng, done, ops)
 		round()

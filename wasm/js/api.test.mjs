@@ -38,9 +38,9 @@ test('ERROR_CODES and ABI_VERSION are the Go ones', () => {
   assert.ok(Object.isFrozen(idem.ERROR_CODES), 'ERROR_CODES can be changed');
 });
 
-test('defaultPolicy is the Go DefaultPolicy', () => {
-  assert.deepEqual(idem.defaultPolicy(), policy(constants.defaultPolicy));
-  assert.notEqual(idem.defaultPolicy(), idem.defaultPolicy(), 'a new policy every time');
+test('policyDefault is the Go PolicyDefault', () => {
+  assert.deepEqual(idem.policyDefault(), policy(constants.policyDefault));
+  assert.notEqual(idem.policyDefault(), idem.policyDefault(), 'a new policy every time');
 });
 
 test('absentRecord is the Go Record{Scope: s}', () => {
@@ -50,8 +50,8 @@ test('absentRecord is the Go Record{Scope: s}', () => {
   assert.equal(idem.absentRecord({ ...scope, tenant: undefined }).tenant, '', 'the tenant may be left out');
 });
 
-test('defaultPolicy is in the enums\' terms', () => {
-  const p = idem.defaultPolicy();
+test('policyDefault is in the enums\' terms', () => {
+  const p = idem.policyDefault();
   assert.equal(p.inFlightAnswer, idem.InFlightAnswer?.Conflict);
   assert.equal(p.expiry, idem.ExpiryMode?.Soft);
   assert.equal(p.fail, idem.FailMode?.Keep);

@@ -1,9 +1,9 @@
 // node wasm/js/bench.mjs: one Step (a completion with a 19-byte body,
 // as BenchmarkStep/Complete in Go) from Node, encoding both ways included.
-import { load, defaultPolicy, absentRecord } from './idem.mjs';
+import { load, policyDefault, absentRecord } from './idem.mjs';
 
 const core = await load();
-const p = defaultPolicy();
+const p = policyDefault();
 const t0 = 1_767_225_600_000_000_000n;
 const fp = new Uint8Array(32).fill(1);
 const rec = { ...absentRecord({ tenant: 'acme', principal: 'user-1', useCase: 'payments.create', key: '550e8400-e29b-41d4-a716-446655440000' }),

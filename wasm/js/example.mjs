@@ -3,12 +3,12 @@
 // from '@idemkit/idem-core' instead of './idem.mjs'.
 import { createHash } from 'node:crypto';
 import {
-  load, defaultPolicy, absentRecord, EventKind, DecisionKind, WriteKind, Status, Verdict,
+  load, policyDefault, absentRecord, EventKind, DecisionKind, WriteKind, Status, Verdict,
   IdemError, IdemInputError,
 } from './idem.mjs';
 
 const core = await load();
-const policy = defaultPolicy();
+const policy = policyDefault();
 const second = 1_000_000_000n; // times and durations are bigint nanoseconds
 const t0 = 1_767_225_600n * second; // 2026-01-01T00:00:00Z, as Unix nanoseconds
 const nameOf = (constants, n) => Object.keys(constants).find((k) => constants[k] === n);

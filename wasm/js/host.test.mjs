@@ -24,7 +24,7 @@ const EMPTY_EVENT = {
 // fakeStep steps the fake guest with a command; key sets the request's size.
 function fakeStep(core, cmd, key = 'k') {
   const rec = idem.absentRecord({ principal: '', useCase: '', key });
-  const policy = { ...idem.defaultPolicy(), leaseDuration: BigInt(cmd) };
+  const policy = { ...idem.policyDefault(), leaseDuration: BigInt(cmd) };
   const copy = structuredClone(rec);
   try {
     return core.step(rec, EMPTY_EVENT, policy);
@@ -189,7 +189,7 @@ test('the answers fixture has what it claims', () => {
 
 test('decodes every answer of the fixture as the Go host does', async () => {
   const core = await load({ wasm: fake });
-  const policy = { ...idem.defaultPolicy(), leaseDuration: BigInt(CMD.echo) };
+  const policy = { ...idem.policyDefault(), leaseDuration: BigInt(CMD.echo) };
   for (const c of answers.cases) {
     const rec = record(c.record);
     const ev = event(c.event);

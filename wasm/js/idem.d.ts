@@ -90,11 +90,11 @@ export interface Event {
   verdict?: Verdict;
 }
 
-/** A policy: every field is required (defaultPolicy builds one). Durations are i64 nanoseconds. */
+/** A policy: every field is required (policyDefault builds one). Durations are i64 nanoseconds. */
 export interface Policy {
   leaseDuration: Int64; ttl: Int64; inFlightWait: Int64; inFlightAnswer: number;
   retryAfter: Int64; expiry: number; fail: number;
-  reconcileBackoffBase: Int64; reconcileBackoffCap: Int64; reconcileAttemptsMax: number; tombstoneRetention: Int64;
+  reconcileBackoffBase: Int64; reconcileBackoffMax: Int64; reconcileAttemptsMax: number; tombstoneRetention: Int64;
   keyBytesMax: Int64; requestBytesMax: Int64; responseBytesMax: Int64;
 }
 
@@ -116,7 +116,7 @@ export interface Core {
 }
 
 export declare function load(options?: { wasm?: BufferSource | URL | string }): Promise<Core>;
-export declare function defaultPolicy(): Policy;
+export declare function policyDefault(): Policy;
 export declare function absentRecord(scope: { tenant?: string; principal: string; useCase: string; key: string }): SteppedRecord;
 
 export declare class IdemError extends Error { code: string }

@@ -125,8 +125,8 @@ const WANT = {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: false });
 
-/** The defaults of the Go core's DefaultPolicy. */
-export function defaultPolicy() {
+/** The defaults of the Go core's PolicyDefault. */
+export function policyDefault() {
   return {
     leaseDuration: 5n * 60n * NANOS,
     ttl: 24n * 3600n * NANOS,
@@ -136,7 +136,7 @@ export function defaultPolicy() {
     expiry: ExpiryMode.Soft,
     fail: FailMode.Keep,
     reconcileBackoffBase: NANOS,
-    reconcileBackoffCap: 5n * 60n * NANOS,
+    reconcileBackoffMax: 5n * 60n * NANOS,
     reconcileAttemptsMax: 20,
     tombstoneRetention: 24n * 3600n * NANOS,
     keyBytesMax: 255,
@@ -281,7 +281,7 @@ class Writer {
     this.i64(p.leaseDuration, 'policy.leaseDuration'); this.i64(p.ttl, 'policy.ttl');
     this.i64(p.inFlightWait, 'policy.inFlightWait'); this.u8(p.inFlightAnswer, 'policy.inFlightAnswer');
     this.i64(p.retryAfter, 'policy.retryAfter'); this.u8(p.expiry, 'policy.expiry'); this.u8(p.fail, 'policy.fail');
-    this.i64(p.reconcileBackoffBase, 'policy.reconcileBackoffBase'); this.i64(p.reconcileBackoffCap, 'policy.reconcileBackoffCap');
+    this.i64(p.reconcileBackoffBase, 'policy.reconcileBackoffBase'); this.i64(p.reconcileBackoffMax, 'policy.reconcileBackoffMax');
     this.u32(p.reconcileAttemptsMax, 'policy.reconcileAttemptsMax'); this.i64(p.tombstoneRetention, 'policy.tombstoneRetention');
     this.i64(p.keyBytesMax, 'policy.keyBytesMax'); this.i64(p.requestBytesMax, 'policy.requestBytesMax');
     this.i64(p.responseBytesMax, 'policy.responseBytesMax');
@@ -460,7 +460,7 @@ export async function load(options = {}) {
       throw new AbiVersionError(`idem/wasm: module ABI version mismatch: the module speaks ABI v${version}${lacks && ` and lacks ${lacks}`}, this host speaks v${ABI_VERSION}; rebuild the module or upgrade the host`);
     }
     if (lacks) throw new AbiVersionError(`idem/wasm: module ABI version mismatch: the module claims ABI v${ABI_VERSION} but lacks ${lacks}`);
-    return { exports: ex, inputAddr: 0, inputCap: 0 };
+    return { exports: ex, inputAddr: 0, inputBytes: 0 };
   }
 
   let inst = await instantiate();
@@ -493,7 +493,7 @@ export async function load(options = {}) {
       const ex = inst.exports;
       let packed;
       try {
-        if (n > inst.inputCap) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputCap = n; }
+        if (n > inst.inputBytes) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputBytes = n; }
         new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(writer.buf.subarray(0, n));
         packed = ex.idem_step(n);
       } catch (err) {

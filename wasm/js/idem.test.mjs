@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { load, IdemError, AbiVersionError, ABI_VERSION, defaultPolicy, absentRecord } from './idem.mjs';
+import { load, IdemError, AbiVersionError, ABI_VERSION, policyDefault, absentRecord } from './idem.mjs';
 import { record, event, policy, result } from './testdata/convert.mjs';
 
 const fixture = JSON.parse(await readFile(new URL('./testdata/steps.json', import.meta.url), 'utf8'));
@@ -63,7 +63,7 @@ test('steps a new key, and leaves the caller\'s record alone', () => {
     kind: 1, now: 1_767_225_600_000_000_000n, fingerprint: new Uint8Array(32).fill(7), token: 1n,
     response: { statusCode: 0, headers: null, body: null, schemaVersion: 0 }, errorCode: '', verdict: 0,
   };
-  const { result, record: next } = core.step(rec, ev, defaultPolicy());
+  const { result, record: next } = core.step(rec, ev, policyDefault());
   assert.equal(result.decision.kind, 1); // execute
   assert.equal(result.decision.token, 1n);
   assert.equal(next.status, 1); // in_progress

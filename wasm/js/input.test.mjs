@@ -27,7 +27,7 @@ function base() {
     response: { statusCode: 201, headers: [{ name: 'Content-Type', value: 'application/json' }], body: new Uint8Array([1]), schemaVersion: 1 },
     errorCode: '', verdict: 0,
   };
-  return { record, event, policy: idem.defaultPolicy() };
+  return { record, event, policy: idem.policyDefault() };
 }
 
 // withValue is base() with the field at path ('event.response.body') set to
@@ -89,7 +89,7 @@ const FIELDS = {
   u32: ['record.reconcileAttempts', 'policy.reconcileAttemptsMax', 'record.response.schemaVersion', 'event.response.schemaVersion'],
   u64: ['record.token', 'record.version', 'event.token'],
   i64: ['policy.leaseDuration', 'policy.ttl', 'policy.inFlightWait', 'policy.retryAfter', 'policy.reconcileBackoffBase',
-    'policy.reconcileBackoffCap', 'policy.tombstoneRetention', 'policy.keyBytesMax', 'policy.requestBytesMax',
+    'policy.reconcileBackoffMax', 'policy.tombstoneRetention', 'policy.keyBytesMax', 'policy.requestBytesMax',
     'policy.responseBytesMax', 'record.response.statusCode', 'event.response.statusCode'],
   time: ['record.lockedUntil', 'record.reconcileAfter', 'record.createdAt', 'record.completedAt', 'record.expiresAt', 'event.now'],
   string: ['record.tenant', 'record.principal', 'record.useCase', 'record.key', 'record.lastErrorCode', 'event.errorCode',
@@ -175,7 +175,7 @@ const REQUIRED = [
   'record.reconcileAfter', 'record.reconcileAttempts', 'record.createdAt', 'record.completedAt', 'record.expiresAt',
   'record.response.statusCode', 'event.response.statusCode', 'event.kind', 'event.now',
   'event.response.headers.0.name', 'event.response.headers.0.value',
-  ...Object.keys(idem.defaultPolicy()).map((k) => `policy.${k}`),
+  ...Object.keys(idem.policyDefault()).map((k) => `policy.${k}`),
 ];
 
 for (const path of REQUIRED) {
@@ -183,7 +183,7 @@ for (const path of REQUIRED) {
 }
 
 test('the policy has the 14 fields of the Go Policy', () => {
-  assert.equal(Object.keys(idem.defaultPolicy()).length, 14);
+  assert.equal(Object.keys(idem.policyDefault()).length, 14);
 });
 
 test('record, event and policy must be objects', () => {
@@ -196,7 +196,7 @@ test('record, event and policy must be objects', () => {
 });
 
 test('an event\'s optional fields may be left out', () => {
-  const p = idem.defaultPolicy();
+  const p = idem.policyDefault();
   const t0 = 1_767_225_600_000_000_000n;
   const rec = base().record;
   const reserve = core.step(rec, { kind: 1, now: t0, fingerprint: new Uint8Array(32).fill(1), token: 5n }, p);
@@ -219,7 +219,7 @@ test('an event\'s optional fields may be left out', () => {
 });
 
 test('a record soft-expired by an event without a response has the zero response', () => {
-  const p = idem.defaultPolicy();
+  const p = idem.policyDefault();
   const t0 = 1_767_225_600_000_000_000n;
   const rec = base().record;
   const { record: inProgress } = core.step(rec, { kind: 1, now: t0, fingerprint: new Uint8Array(32).fill(1), token: 5n }, p);
@@ -239,7 +239,7 @@ test('a refused input leaves the host usable and the record alone', () => {
 });
 
 test('strings reach the core as their UTF-8 bytes', () => {
-  const p = idem.defaultPolicy();
+  const p = idem.policyDefault();
   const reserve = (key) => ({ record: { ...base().record, key }, event: base().event });
   // U+0080 is the first character past ASCII: two bytes, C2 80.
   for (const [key, byte, at] of [['xxxxxé' + 'x'.repeat(20), '0xc3', 5], ['\u{1F600}' + 'x'.repeat(20), '0xf0', 0], ['abc\u00e9\u{1F600}' + 'x'.repeat(20), '0xc3', 3],

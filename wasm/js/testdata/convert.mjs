@@ -33,7 +33,7 @@ export function policy(p) {
   return {
     ...p, leaseDuration: big(p.leaseDuration), ttl: big(p.ttl), inFlightWait: big(p.inFlightWait),
     retryAfter: big(p.retryAfter), reconcileBackoffBase: big(p.reconcileBackoffBase),
-    reconcileBackoffCap: big(p.reconcileBackoffCap), tombstoneRetention: big(p.tombstoneRetention),
+    reconcileBackoffMax: big(p.reconcileBackoffMax), tombstoneRetention: big(p.tombstoneRetention),
     keyBytesMax: int(p.keyBytesMax), requestBytesMax: int(p.requestBytesMax), responseBytesMax: int(p.responseBytesMax),
   };
 }

@@ -100,11 +100,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer closeStore()
 
-	p := core.DefaultPolicy()
+	p := core.PolicyDefault()
 	p.LeaseDuration = 400 * time.Millisecond
 	p.InFlightWait = 50 * time.Millisecond
 	p.ReconcileBackoffBase = 20 * time.Millisecond
-	p.ReconcileBackoffCap = 200 * time.Millisecond
+	p.ReconcileBackoffMax = 200 * time.Millisecond
 	p.ReconcileAttemptsMax = 1000
 	rec := linearizability.NewRecorder(s, nil)
 	led := &ledger{charges: map[core.Scope][]charge{}}
