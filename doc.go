@@ -84,8 +84,8 @@
 // attempt's record; detached from the caller's context when it is the
 // attempt's outcome), run the action with the attempt's Lease kept beside
 // it (when to beat, when to tell the action its lease is lost), or wait
-// for another attempt; the host reports what happened (ApplyDone, RunDone,
-// WaitDone, or Gone when its caller went away), and raises again a panic
+// for another attempt; the host reports what happened (Applied, Ran,
+// Waited, or Gone when its caller went away), and raises again a panic
 // the final effect carries. Do is a host of these public calls and of
 // nothing else (a test holds it to that), and the simulator is another,
 // on virtual time: what it checks is the sequence a service runs.

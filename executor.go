@@ -129,10 +129,10 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 			h.apply(f, eff, &req.Scope)
 		case EffectRun:
 			resp, err := h.run(f, &req.Scope, action)
-			f.RunDone(resp, err)
+			f.Ran(resp, err)
 		case EffectWait:
 			h.wait(f, eff, &req.Scope)
-		case EffectDone:
+		case EffectAnswer:
 			r, err := f.Result()
 			p := eff.Panic
 			putScratch(s)
@@ -188,7 +188,7 @@ func (h *doHost) apply(f *Flow, eff *Effect, scope *Scope) {
 		f.Gone(h.ctx.Err()) // gone while it was under way: nothing ran, and the store did not fail
 		return
 	}
-	f.ApplyDone(a, err)
+	f.Applied(a, err)
 }
 
 // doScratch is what a Do fills as it goes, kept in a pool: its Flow (a
@@ -207,7 +207,7 @@ var scratchPool = sync.Pool{New: func() any { return new(doScratch) }}
 // putScratch returns s to the pool holding nothing a request left: a
 // pooled scratch must not keep a response or a scope alive.
 func putScratch(s *doScratch) {
-	if s.flow.Next().Kind == EffectDone && s.flow.Next().Attempt.Token == 0 {
+	if s.flow.Next().Kind == EffectAnswer && s.flow.Next().Attempt.Token == 0 {
 		// Answered at the reserve (a replay, the hot path): every field of
 		// applied is written again by the next Apply, and BeginIn clears
 		// the flow's few, so only what could keep memory alive is cleared.
@@ -233,7 +233,7 @@ func (h *doHost) wait(f *Flow, eff *Effect, scope *Scope) {
 		f.Gone(err)
 		return
 	}
-	f.WaitDone(time.Since(start))
+	f.Waited(time.Since(start))
 }
 
 // run performs an EffectRun: action as the attempt, with the attempt's

@@ -16,26 +16,26 @@ type EffectKind uint8
 
 const (
 	// EffectApply: apply Effect.Event to the request's scope under the
-	// executor's policy, then call ApplyDone. With Effect.Held set, through
+	// executor's policy, then call Applied. With Effect.Held set, through
 	// store.ApplyHeld over that record; else through store.Apply (or a
 	// store.Op step by step). With Effect.Detached, on a context the
 	// caller's cancellation does not reach, bounded by Effect.Timeout;
 	// else on the caller's context, and if that context ends before or
-	// during the call, report Gone instead of ApplyDone.
+	// during the call, report Gone instead of Applied.
 	EffectApply EffectKind = iota + 1
 	// EffectRun: run the action as Effect.Attempt on the caller's context,
 	// with the attempt's Lease (Flow.Lease) kept beside it, then call
-	// RunDone. A panic is reported as a *PanicError.
+	// Ran. A panic is reported as a *PanicError.
 	EffectRun
 	// EffectWait: wait on the caller's context until the record no longer
 	// has Effect.Version and Effect.Token (Store.Wait), or Effect.Wait has
-	// passed, then call WaitDone; if the caller's context ends first,
+	// passed, then call Waited; if the caller's context ends first,
 	// report Gone.
 	EffectWait
-	// EffectDone: the flow is over; Result holds the answer. With
+	// EffectAnswer: the flow is over; Result holds the answer. With
 	// Effect.Panic set, the action panicked: its key is recorded unknown,
 	// and the host raises the panic again with that value.
-	EffectDone
+	EffectAnswer
 )
 
 func (k EffectKind) String() string {
@@ -46,8 +46,8 @@ func (k EffectKind) String() string {
 		return "run"
 	case EffectWait:
 		return "wait"
-	case EffectDone:
-		return "done"
+	case EffectAnswer:
+		return "answer"
 	}
 	return fmt.Sprintf("effect(%d)", uint8(k))
 }
@@ -77,7 +77,7 @@ type Effect struct {
 	Token   Token
 	Wait    time.Duration
 
-	// EffectDone: the value the action panicked with, nil if it did not.
+	// EffectAnswer: the value the action panicked with, nil if it did not.
 	Panic any
 }
 
@@ -94,7 +94,7 @@ const (
 // Flow is one request's way through the executor as a state machine, with
 // no goroutine, clock or I/O of its own (as raft's RawNode sits under
 // Node): Next says what to do, the host performs it and reports what
-// happened (ApplyDone, RunDone, WaitDone, Gone), Done says it is over, and
+// happened (Applied, Ran, Waited, Gone), Done says it is over, and
 // Result reads the answer. While the action runs, the attempt's Lease
 // says when to extend it and when the action must be told it is lost.
 // Executor.Do is a host of these calls and of nothing else; the simulator
@@ -157,7 +157,7 @@ func (f *Flow) reset() {
 		*f = Flow{}
 		return
 	}
-	// Of the Effect only its Kind changed (to EffectDone): the reserve's
+	// Of the Effect only its Kind changed (to EffectAnswer): the reserve's
 	// event went to the store by value, and nothing else is set before an
 	// attempt runs or waits. The result is written whole when the flow
 	// ends, and read only once it has.
@@ -182,23 +182,23 @@ func (f *Flow) Result() (Result, error) {
 
 var errFlowNotDone = errors.New("idem: Flow.Result before the flow is done")
 
-func (f *Flow) done(r Result, err error) {
+func (f *Flow) finish(r Result, err error) {
 	f.result, f.err = r, err
 	f.end()
 }
 
 // end makes the flow Done, with f.result and f.err set.
 func (f *Flow) end() {
-	f.state, f.eff.Kind = flowDone, EffectDone
+	f.state, f.eff.Kind = flowDone, EffectAnswer
 	if f.panicked != nil {
 		f.eff.Panic = f.panicked
 	}
 }
 
-// ApplyDone reports how an EffectApply went: what it did, or an error (a
+// Applied reports how an EffectApply went: what it did, or an error (a
 // *store.Error when the store failed). The Flow reads *a during the call
 // only: the host may reuse it for the next event.
-func (f *Flow) ApplyDone(a *store.Applied, err error) {
+func (f *Flow) Applied(a *store.Applied, err error) {
 	count(f.ex.metrics, f.req.Scope.UseCase, f.eff.Event.Kind, a, err)
 	switch f.state {
 	case flowReserve:
@@ -214,7 +214,7 @@ func (f *Flow) ApplyDone(a *store.Applied, err error) {
 	case flowRecord:
 		f.recorded(a, err)
 	default:
-		f.outOfStep("ApplyDone")
+		f.outOfStep("Applied")
 	}
 }
 
@@ -228,9 +228,9 @@ func (f *Flow) ApplyDone(a *store.Applied, err error) {
 func (f *Flow) Gone(err error) {
 	switch f.state {
 	case flowReserve:
-		f.done(Result{}, err)
+		f.finish(Result{}, err)
 	case flowWait:
-		f.done(Result{}, f.inProgress(err, f.ex.policy.RetryAfter))
+		f.finish(Result{}, f.inProgress(err, f.ex.policy.RetryAfter))
 	default:
 		f.outOfStep("Gone")
 	}
@@ -238,7 +238,7 @@ func (f *Flow) Gone(err error) {
 
 // outOfStep ends the flow on a report its state does not expect.
 func (f *Flow) outOfStep(report string) {
-	f.done(Result{}, fmt.Errorf("idem: Flow.%s in state %d: host out of step", report, f.state))
+	f.finish(Result{}, fmt.Errorf("idem: Flow.%s in state %d: host out of step", report, f.state))
 }
 
 func (f *Flow) reserved(a *store.Applied, err error) {
@@ -246,7 +246,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		// Fail closed: nothing runs when the store cannot be trusted,
 		// including a write that may or may not have applied. A store that
 		// refused the write for good is not down: retrying will not help.
-		f.done(Result{}, storeErr(err, f.ex.policy.RetryAfter))
+		f.finish(Result{}, storeErr(err, f.ex.policy.RetryAfter))
 		return
 	}
 	d := a.Transition.Decision
@@ -257,13 +257,13 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		f.eff.Attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: &f.ex.policy, metrics: f.ex.metrics,
 			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
 	case core.DecisionMismatch:
-		f.done(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))
+		f.finish(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))
 	case core.DecisionReconciling:
-		f.done(Result{}, newError(ErrOutcomeUnknown, nil, d.RetryAfter))
+		f.finish(Result{}, newError(ErrOutcomeUnknown, nil, d.RetryAfter))
 	case core.DecisionInFlight:
 		f.inFlight(a, d)
 	default:
-		f.done(Result{}, fmt.Errorf("idem: reserve answered %v", d.Kind))
+		f.finish(Result{}, fmt.Errorf("idem: reserve answered %v", d.Kind))
 	}
 }
 
@@ -287,7 +287,7 @@ func (f *Flow) inFlight(a *store.Applied, d core.Decision) {
 		f.eff.Kind, f.eff.Version, f.eff.Token, f.eff.Wait = EffectWait, a.Record.Version, a.Record.Token, remaining
 		return
 	}
-	f.done(Result{}, f.inProgress(nil, d.RetryAfter))
+	f.finish(Result{}, f.inProgress(nil, d.RetryAfter))
 }
 
 // inProgress is the answer while another attempt holds the key: 409, or
@@ -301,20 +301,20 @@ func (f *Flow) inProgress(cause error, retryAfter time.Duration) *Error {
 	return e
 }
 
-// WaitDone reports that an EffectWait ended after elapsed (the record
+// Waited reports that an EffectWait ended after elapsed (the record
 // changed, the time passed, or spuriously): the Flow loads the record again.
-func (f *Flow) WaitDone(elapsed time.Duration) {
+func (f *Flow) Waited(elapsed time.Duration) {
 	if f.state == flowWait {
 		f.waited += max(elapsed, 0)
 		f.state, f.eff.Kind = flowReserve, EffectApply
 	}
 }
 
-// RunDone reports what the action returned: a response (whatever its
+// Ran reports what the action returned: a response (whatever its
 // status: a declined card is an outcome too), or an error.
-func (f *Flow) RunDone(resp Response, err error) {
+func (f *Flow) Ran(resp Response, err error) {
 	if f.state != flowRun {
-		f.outOfStep("RunDone")
+		f.outOfStep("Ran")
 		return
 	}
 	f.response, f.actErr = resp, err
@@ -363,7 +363,7 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 	kind := f.eff.Event.Kind
 	outcome := kind == core.EventComplete || kind == core.EventFail
 	switch {
-	case err != nil && store.Refused(err) && kind == core.EventComplete:
+	case err != nil && store.BadInput(err) && kind == core.EventComplete:
 		// The core refused the response (not valid HTTP, or too large): it
 		// executed, but what it answered cannot be replayed. Leave the key
 		// to the reconciler and surface the bug.
@@ -385,11 +385,11 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 	if kind == core.EventFail && !released(a, err) {
 		// It did not execute, but the key is not free: say so, not that a
 		// retry may run it.
-		f.done(Result{}, storeErr(&notReleasedError{notExecuted: f.actErr, write: err}, f.ex.policy.RetryAfter))
+		f.finish(Result{}, storeErr(&notReleasedError{notExecuted: f.actErr, write: err}, f.ex.policy.RetryAfter))
 		return
 	}
 	if f.finalErr != nil {
-		f.done(Result{}, f.finalErr)
+		f.finish(Result{}, f.finalErr)
 		return
 	}
 	r := Result{Kind: ResultExecuted, Response: f.response, Token: f.eff.Attempt.Token}
@@ -397,7 +397,7 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 		k := a.Transition.Decision.Kind
 		r.Recorded = k == core.DecisionCompleted || k == core.DecisionAcknowledged
 	}
-	f.done(r, nil)
+	f.finish(r, nil)
 }
 
 // markUnknown makes the attempt's next event a MarkUnknown with code, and

@@ -53,8 +53,8 @@ func TestDoIsAFlowHostCatchesAReachPast(t *testing.T) {
 			t.Fatal(err)
 		}
 		if f == "executor.go" {
-			planted := strings.Replace(string(src), "\t\tcase EffectDone:\n",
-				"\t\tcase EffectDone:\n\t\t\tif f.state == flowDone && f.result.Kind == ResultReplayed {\n\t\t\t\treplayed(&s.applied, &f.result)\n\t\t\t}\n", 1)
+			planted := strings.Replace(string(src), "\t\tcase EffectAnswer:\n",
+				"\t\tcase EffectAnswer:\n\t\t\tif f.state == flowDone && f.result.Kind == ResultReplayed {\n\t\t\t\treplayed(&s.applied, &f.result)\n\t\t\t}\n", 1)
 			if planted == string(src) {
 				t.Fatal("the planted reach did not apply: executor.go changed")
 			}

@@ -38,15 +38,15 @@ func TestFlowStepByStep(t *testing.T) {
 				line += " " + op.Next().String()
 				op.Do(ctx, mem)
 			}
-			a, err := op.Result()
+			a, err := op.Applied()
 			line += " -> " + a.Transition.Decision.Kind.String()
-			c.ApplyDone(a, err)
+			c.Applied(a, err)
 		case idem.EffectRun:
-			c.RunDone(out, nil)
+			c.Ran(out, nil)
 		case idem.EffectWait:
 			line += " " + eff.Wait.String()
 			clock.Advance(eff.Wait / 2)
-			c.WaitDone(eff.Wait / 2)
+			c.Waited(eff.Wait / 2)
 		}
 		trace = append(trace, line)
 	}
@@ -83,7 +83,7 @@ func TestFlowStepByStep(t *testing.T) {
 	if r, err := first.Result(); err != nil || r.Kind != idem.ResultExecuted || !r.Recorded {
 		t.Fatalf("first: %+v %v", r, err)
 	}
-	if first.Next().Kind != idem.EffectDone || !first.Done() {
+	if first.Next().Kind != idem.EffectAnswer || !first.Done() {
 		t.Fatal("first is not done")
 	}
 }
@@ -101,12 +101,12 @@ func TestFlowWaitEndsOnEitherClock(t *testing.T) {
 		apply := func(c *idem.Flow) {
 			var a store.Applied
 			err := store.Apply(ctx, mem, request(key1, payload).Scope, c.Next().Event, &p, &a)
-			c.ApplyDone(&a, err)
+			c.Applied(&a, err)
 		}
 		owner, _ := ex.Begin(request(key1, payload))
 		apply(owner)
 		waiter, _ := ex.Begin(request(key1, payload))
-		for i := 0; waiter.Next().Kind != idem.EffectDone; i++ {
+		for i := 0; waiter.Next().Kind != idem.EffectAnswer; i++ {
 			if i > 100 {
 				t.Fatalf("%s clock frozen: the wait never ends", frozen)
 			}
@@ -115,10 +115,10 @@ func TestFlowWaitEndsOnEitherClock(t *testing.T) {
 				apply(waiter)
 			case idem.EffectWait:
 				if frozen == "store" {
-					waiter.WaitDone(50 * time.Millisecond)
+					waiter.Waited(50 * time.Millisecond)
 				} else {
 					clock.Advance(50 * time.Millisecond)
-					waiter.WaitDone(0)
+					waiter.Waited(0)
 				}
 			}
 		}
@@ -132,13 +132,13 @@ func TestFlowWaitEndsOnEitherClock(t *testing.T) {
 func TestFlowRefusesAHostOutOfStep(t *testing.T) {
 	ex, _ := idem.New(memstore.New(memstore.Options{}))
 	c, _ := ex.Begin(request(key1, payload))
-	c.RunDone(created, nil)
-	if _, err := c.Result(); err == nil || c.Next().Kind != idem.EffectDone {
-		t.Fatalf("RunDone before Execute was accepted: %v", err)
+	c.Ran(created, nil)
+	if _, err := c.Result(); err == nil || c.Next().Kind != idem.EffectAnswer {
+		t.Fatalf("Ran before Execute was accepted: %v", err)
 	}
 	c2, _ := ex.Begin(request(key1, payload))
-	c2.WaitDone(time.Second) // ignored: not waiting
+	c2.Waited(time.Second) // ignored: not waiting
 	if c2.Next().Kind != idem.EffectApply || c2.Next().Event.Kind != core.EventReserve {
-		t.Fatalf("a stray WaitDone moved the flow: %v", c2.Next().Kind)
+		t.Fatalf("a stray Waited moved the flow: %v", c2.Next().Kind)
 	}
 }

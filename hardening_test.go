@@ -219,9 +219,9 @@ func TestFlowKeepsPanicError(t *testing.T) {
 		switch eff := fl.Next(); eff.Kind {
 		case idem.EffectApply:
 			err := store.Apply(ctx, f.mem, request(key1, payload).Scope, eff.Event, &p, &a)
-			fl.ApplyDone(&a, err)
+			fl.Applied(&a, err)
 		case idem.EffectRun:
-			fl.RunDone(idem.Response{}, &idem.PanicError{Value: "boom"})
+			fl.Ran(idem.Response{}, &idem.PanicError{Value: "boom"})
 		}
 	}
 	var pe *idem.PanicError

@@ -129,7 +129,7 @@ func (h *heart) beat() {
 		return
 	}
 	now := time.Now()
-	next := h.lease.BeatDone(sent, now, &h.applied, err)
+	next := h.lease.Beaten(sent, now, &h.applied, err)
 	if !h.tellIfLost(now) {
 		h.beatTimer.Reset(next)
 	}

@@ -84,12 +84,12 @@ func (l *Lease) BeatTimeout(now time.Time) time.Duration {
 	return min(l.interval, max(l.TellBy().Sub(now), time.Millisecond))
 }
 
-// BeatDone reports how a heartbeat sent at sent went, heard at now, and
+// Beaten reports how a heartbeat sent at sent went, heard at now, and
 // says how long from now the next one is due. A store error leaves the
 // lease as it was (the next beat, sooner than an interval, may extend it);
 // any answer but Extended (stale, or no longer in progress) loses it for
 // good: Lost then says so at once, and no more beats are due.
-func (l *Lease) BeatDone(sent, now time.Time, a *store.Applied, err error) (next time.Duration) {
+func (l *Lease) Beaten(sent, now time.Time, a *store.Applied, err error) (next time.Duration) {
 	count(l.metrics, l.scope.UseCase, core.EventHeartbeat, a, err)
 	switch {
 	case err != nil:

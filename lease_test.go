@@ -245,7 +245,7 @@ func TestLeaseReckoning(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // the host's clock
 	storeNow := t0.Add(time.Hour)                     // the store's, an hour ahead: only durations cross
-	f.ApplyDone(&store.Applied{Now: storeNow, Record: core.Record{Status: core.StatusInProgress, Token: 7, LockedUntil: storeNow.Add(lease)},
+	f.Applied(&store.Applied{Now: storeNow, Record: core.Record{Status: core.StatusInProgress, Token: 7, LockedUntil: storeNow.Add(lease)},
 		Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionExecute, Token: 7}}}, nil)
 	if f.Next().Kind != idem.EffectRun {
 		t.Fatalf("effect %v, want run", f.Next().Kind)
@@ -265,7 +265,7 @@ func TestLeaseReckoning(t *testing.T) {
 	sent, heard := t0.Add(time.Second), t0.Add(1300*time.Millisecond)
 	ext := &store.Applied{Now: storeNow.Add(1100 * time.Millisecond), Record: core.Record{Status: core.StatusInProgress, Token: 7, LockedUntil: storeNow.Add(1100*time.Millisecond + lease)},
 		Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionExtended}}}
-	if next := l.BeatDone(sent, heard, ext, nil); next != beat {
+	if next := l.Beaten(sent, heard, ext, nil); next != beat {
 		t.Fatalf("next beat in %v, want the interval", next)
 	}
 	if got, want := l.TellBy(), sent.Add(lease-margin); !got.Equal(want) {
@@ -275,7 +275,7 @@ func TestLeaseReckoning(t *testing.T) {
 	// of what is left before TellBy (here 400 ms left: in 200 ms).
 	before := l.TellBy()
 	failed := before.Add(-400 * time.Millisecond)
-	if next := l.BeatDone(failed.Add(-time.Millisecond), failed, nil, errBeatDown); next != 200*time.Millisecond {
+	if next := l.Beaten(failed.Add(-time.Millisecond), failed, nil, errBeatDown); next != 200*time.Millisecond {
 		t.Fatalf("after a store error 400 ms before TellBy the next beat is in %v, want 200ms", next)
 	}
 	if !l.TellBy().Equal(before) {
@@ -289,7 +289,7 @@ func TestLeaseReckoning(t *testing.T) {
 	}
 	// A Conflict: lost at once, whatever the time.
 	conflict := &store.Applied{Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionConflict}}}
-	l.BeatDone(heard, heard, conflict, nil)
+	l.Beaten(heard, heard, conflict, nil)
 	if cause, lost := l.Lost(t0); !lost || !errors.Is(cause, idem.ErrLeaseLost) {
 		t.Fatalf("after a Conflict: lost %v, cause %v", lost, cause)
 	}

@@ -174,7 +174,7 @@ func countEvent(m Metrics, useCase string, ev core.EventKind, a *store.Applied, 
 		observe(m, ev, a)
 	case errors.Is(err, store.ErrRefused):
 		m.Add(CounterStoreRefused, Labels{UseCase: useCase, Event: ev.String()}, 1)
-	case !store.Refused(err):
+	case !store.BadInput(err):
 		m.Add(CounterStoreError, Labels{UseCase: useCase, Event: ev.String()}, 1)
 	}
 }

@@ -267,7 +267,7 @@ func refusedFinding(ev core.Event, err error) string {
 		return ""
 	}
 	switch {
-	case store.Refused(err):
+	case store.BadInput(err):
 		return codeFindingInvalid
 	case errors.Is(err, store.ErrRefused):
 		return codeStoreRefused

@@ -146,7 +146,7 @@ func TestSweeperTurnsZombiesUnknown(t *testing.T) {
 	}
 	var a store.Applied
 	err = store.Apply(ctx, f.store, req.Scope, call.Next().Event, ptr(f.ex.Policy()), &a)
-	call.ApplyDone(&a, err) // then the process dies
+	call.Applied(&a, err) // then the process dies
 	sw := f.sweeper(t)
 	f.clock.Advance(f.ex.Policy().LeaseDuration)
 	if n, err := sw.RunOnce(ctx); n != 1 || err != nil {

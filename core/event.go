@@ -36,14 +36,14 @@ const (
 	VerdictExecuted                    // the side effect happened; Response is the outcome to store
 	VerdictNotExecuted                 // the side effect definitely did not happen
 	VerdictStillUnknown                // the downstream cannot tell yet
-	resolveCount
+	verdictCount
 )
 
-var resolveNames = [resolveCount]string{"invalid", "executed", "not_executed", "still_unknown"}
+var verdictNames = [verdictCount]string{"invalid", "executed", "not_executed", "still_unknown"}
 
 func (o Verdict) String() string {
-	if o < resolveCount {
-		return resolveNames[o]
+	if o < verdictCount {
+		return verdictNames[o]
 	}
 	return sprintf("verdict(%d)", uint8(o))
 }

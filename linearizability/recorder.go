@@ -232,7 +232,7 @@ func (c *RecordingStore) applyLoop(ctx context.Context, op *LifecycleOperation, 
 	for !o.Done() {
 		o.Do(ctx, obs)
 	}
-	applied, err := o.Result()
+	applied, err := o.Applied()
 	*a = *applied
 	op.Return = c.r.now()
 	switch {

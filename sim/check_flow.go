@@ -107,7 +107,7 @@ func codeKept(code string) string {
 // never asks the core for a Fail or a MarkUnknown the core refuses.
 func (c *checker) flowHeard(call *serverCall, ev core.EventKind, sent int64, a *store.Applied, err error) {
 	if ev != core.EventReserve {
-		coreRefused := err != nil && store.Refused(err)
+		coreRefused := err != nil && store.BadInput(err)
 		switch {
 		case coreRefused && (ev == core.EventFail || ev == core.EventMarkUnknown):
 			c.failAs(invExecutor, call.scope, "attempt %d's %v was refused by the core: %v", call.token, ev, err)
@@ -213,7 +213,7 @@ func (c *checker) actionEnded(call *serverCall, how int64) {
 	}
 }
 
-// flowDone hears c's Flow end (its effect EffectDone), before its answer
+// flowDone hears c's Flow end (its effect EffectAnswer), before its answer
 // is sent.
 func (c *checker) flowDone(call *serverCall, eff *idem.Effect) {
 	fw := &call.watch

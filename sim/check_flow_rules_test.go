@@ -59,11 +59,11 @@ func TestOutcomeRules(t *testing.T) {
 	w.check.flowEffect(call, &idem.Effect{Kind: idem.EffectApply, Event: core.Event{Kind: core.EventReserve}})
 	expect(t, w, -1, "a reserve before any action")
 	w.check.actionEnded(call, actionCompleted)
-	w.check.flowDone(call, &idem.Effect{Kind: idem.EffectDone})
+	w.check.flowDone(call, &idem.Effect{Kind: idem.EffectAnswer})
 	expect(t, w, invExecutor, "a flow that ended without the outcome of its action")
 }
 
-// TestPanicRules: a panic is raised again (EffectDone's Panic) exactly when
+// TestPanicRules: a panic is raised again (EffectAnswer's Panic) exactly when
 // the action panicked.
 func TestPanicRules(t *testing.T) {
 	w, reqs := ruleWorld(t, 1)
@@ -81,7 +81,7 @@ func TestPanicRules(t *testing.T) {
 		call := flowRuleCall(t, w, reqs[0])
 		w.check.actionEnded(call, c.how)
 		w.check.flowEffect(call, &idem.Effect{Kind: idem.EffectApply, Event: core.Event{Kind: core.EventMarkUnknown, Token: 7}, Detached: true})
-		w.check.flowDone(call, &idem.Effect{Kind: idem.EffectDone, Panic: c.panic})
+		w.check.flowDone(call, &idem.Effect{Kind: idem.EffectAnswer, Panic: c.panic})
 		expect(t, w, c.want, c.what)
 	}
 }
@@ -96,14 +96,14 @@ func inProgressFlow(t *testing.T, w *world, call *serverCall, at time.Time, wait
 		a := &store.Applied{Now: now, Record: core.Record{Status: core.StatusInProgress, Token: 9, Version: 1},
 			Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionInFlight, RetryAfter: time.Second}}}
 		w.check.flowHeard(call, core.EventReserve, 0, a, nil)
-		f.ApplyDone(a, nil)
+		f.Applied(a, nil)
 	}
 	inFlight(at)
 	if f.Next().Kind != idem.EffectWait {
 		t.Fatalf("the flow did not wait: %v", f.Next().Kind)
 	}
 	call.watch.waited += int64(waited)
-	f.WaitDone(f.Next().Wait) // the flow's own clock: its whole wait
+	f.Waited(f.Next().Wait) // the flow's own clock: its whole wait
 	inFlight(at.Add(storeWaited))
 	if !f.Done() {
 		t.Fatalf("the flow is not done: %v", f.Next().Kind)
@@ -160,7 +160,7 @@ func TestLeaseRules(t *testing.T) {
 		a := &store.Applied{Now: epoch.Add(time.Hour + time.Millisecond), Record: core.Record{Status: core.StatusInProgress, Token: 7, Version: 1,
 			LockedUntil: epoch.Add(time.Hour + time.Millisecond + lease)}, Transition: core.Transition{Decision: core.Decision{Kind: core.DecisionExecute, Token: 7}}}
 		w.check.flowHeard(call, core.EventReserve, sentAt, a, nil)
-		call.call.ApplyDone(a, nil)
+		call.call.Applied(a, nil)
 		call.lease = call.call.Lease(hostTime(sent))
 	}
 	call := flowRuleCall(t, w, reqs[0])
@@ -270,7 +270,7 @@ func TestRefusedOutcomeRules(t *testing.T) {
 		if c.next != 0 {
 			w.check.flowEffect(call, &idem.Effect{Kind: idem.EffectApply, Event: core.Event{Kind: c.next, Token: 7}, Detached: true})
 		} else {
-			w.check.flowDone(call, &idem.Effect{Kind: idem.EffectDone})
+			w.check.flowDone(call, &idem.Effect{Kind: idem.EffectAnswer})
 		}
 		expect(t, w, c.want, c.what)
 	}
@@ -308,13 +308,13 @@ func TestRefusedReserveRule(t *testing.T) {
 	} {
 		call := flowRuleCall(t, w, reqs[0])
 		w.check.flowHeard(call, core.EventReserve, 0, nil, c.err)
-		call.call.ApplyDone(&store.Applied{}, c.err)
+		call.call.Applied(&store.Applied{}, c.err)
 		w.check.flowDone(call, call.call.Next())
 		expect(t, w, c.want, c.what)
 	}
 	call := flowRuleCall(t, w, reqs[0])
 	w.check.flowHeard(call, core.EventReserve, 0, nil, fmt.Errorf("constraint: %w", store.ErrRefused))
-	call.call.ApplyDone(&store.Applied{}, errStoreDown) // the Flow told of an outage instead
+	call.call.Applied(&store.Applied{}, errStoreDown) // the Flow told of an outage instead
 	w.check.flowDone(call, call.call.Next())
 	expect(t, w, invExecutor, "a refusal answered as an outage")
 }

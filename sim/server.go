@@ -238,7 +238,7 @@ func (c *serverCall) advance() {
 			return
 		}
 		c.wait(eff)
-	case idem.EffectDone:
+	case idem.EffectAnswer:
 		c.s.w.check.flowDone(c, eff) // check_flow.go
 		if eff.Panic != nil {
 			// Raised again once recorded: the server's handler dies with it,
@@ -382,7 +382,7 @@ func (r *opRun) result() (a *store.Applied, err error, ok bool) {
 	if r.fast {
 		return r.applied, r.err, r.done
 	}
-	a, err = r.op.Result()
+	a, err = r.op.Applied()
 	return a, err, r.op.Done()
 }
 
@@ -424,8 +424,8 @@ func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	default:
 		w.heard(m, a, err)                              // what the Flow is told, checked and recounted
 		w.check.flowHeard(c, m.event, c.sentAt, a, err) // check_flow.go
-		c.call.ApplyDone(a, err)
-		w.pools.release(r) // the Flow read *a during ApplyDone only
+		c.call.Applied(a, err)
+		w.pools.release(r) // the Flow read *a during Applied only
 		c.advance()
 	}
 }
@@ -597,7 +597,7 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 	if s.crashes(c.scope) {     // after the side effect, before complete
 		return
 	}
-	c.call.RunDone(resp, w.actionError(err, how))
+	c.call.Ran(resp, w.actionError(err, how))
 	c.advance()
 }
 
@@ -702,7 +702,7 @@ func (c *serverCall) beaten(a *store.Applied, err error) {
 		err = context.DeadlineExceeded
 	}
 	now := hostTime(w.now)
-	next := c.lease.BeatDone(hostTime(c.beatSent), now, a, err)
+	next := c.lease.Beaten(hostTime(c.beatSent), now, a, err)
 	w.check.flowBeat(c, c.beatSent, a, err) // check_flow.go
 	if cause, lost := c.lease.Lost(now); lost {
 		c.leaseLost(cause)

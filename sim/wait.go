@@ -82,7 +82,7 @@ func (c *serverCall) wait(eff *idem.Effect) {
 			if c.att.gone {              // the client hung up: Do's wait ends on its context
 				c.call.Gone(context.Canceled)
 			} else {
-				c.call.WaitDone(timeSince(w.now, start))
+				c.call.Waited(timeSince(w.now, start))
 			}
 			c.advance()
 		})

@@ -55,6 +55,6 @@ func DriverBug(err error) bool {
 	return errors.Is(err, core.ErrInvalidRecord) || errors.Is(err, core.ErrTokenNotFresh) || errors.Is(err, core.ErrTimeMissing)
 }
 
-// Refused reports whether err is the core refusing the caller's event (bad
+// BadInput reports whether err is the core refusing the caller's event (bad
 // input): nothing was written, and loading again will not change the answer.
-func Refused(err error) bool { return core.Refused(err) && !DriverBug(err) }
+func BadInput(err error) bool { return core.Refused(err) && !DriverBug(err) }

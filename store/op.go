@@ -17,7 +17,7 @@ const conflictsMax = 64
 // goroutine and reads no clock, so that its host (Apply, or the simulator on
 // virtual time) decides when each call happens. The protocol matches the
 // executor's Flow: Next says what to do, Do does it and reports back, Done
-// says it is over, and Result reads the answer.
+// says it is over, and Applied reads the answer.
 type Op struct {
 	policy *core.Policy
 	scope  core.Scope
@@ -56,15 +56,15 @@ func (o *Op) UseStep(step core.StepFunc) {
 // Next is the store method Do will call next, or MethodNone once Done.
 func (o *Op) Next() Method { return o.next }
 
-// Done reports whether the Op is over and Result holds its answer.
+// Done reports whether the Op is over and Applied holds its answer.
 func (o *Op) Done() bool { return o.next == MethodNone }
 
-// Result is the answer once Done: what the event did, or an error. An
+// Applied is the answer once Done: what the event did, or an error. An
 // *Error means the store failed: after a failed write, the Applied is the
 // write that may or may not have applied (an ambiguous commit); after a
 // failed load it is zero. Any other error is the core refusing the event as
 // bad input. The Applied belongs to o and is valid until o is Reset.
-func (o *Op) Result() (*Applied, error) { return &o.applied, o.err }
+func (o *Op) Applied() (*Applied, error) { return &o.applied, o.err }
 
 // Do calls the next method on s and advances. Calling it once Done does
 // nothing.
@@ -163,7 +163,7 @@ func Apply(ctx context.Context, s Store, scope core.Scope, ev core.Event, p *cor
 	for !op.Done() {
 		op.Do(ctx, s)
 	}
-	a, err := op.Result()
+	a, err := op.Applied()
 	if err != nil {
 		*out = Applied{} // an ambiguous write is not what this call did
 		return err
@@ -179,7 +179,7 @@ func applierErr(err error, out *Applied) error {
 	if err == nil {
 		return nil
 	}
-	if !Refused(err) {
+	if !BadInput(err) {
 		err = &Error{Method: MethodApply, Err: err}
 	}
 	*out = Applied{}

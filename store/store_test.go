@@ -85,7 +85,7 @@ func TestOpProtocol(t *testing.T) {
 	if !reflect.DeepEqual(named, want) || !reflect.DeepEqual(s.calls, want) {
 		t.Fatalf("named %v, called %v, want %v", named, s.calls, want)
 	}
-	a, err := op.Result()
+	a, err := op.Applied()
 	if err != nil || a.Transition.Decision.Kind != core.DecisionExecute || a.Record.Status != core.StatusInProgress || a.Before != core.StatusAbsent {
 		t.Fatalf("%+v %v", a, err)
 	}
@@ -110,7 +110,7 @@ func TestOpGivesUpUnderContention(t *testing.T) {
 		}
 		op.Do(context.Background(), s)
 	}
-	_, err := op.Result()
+	_, err := op.Applied()
 	var se *store.Error
 	if !errors.As(err, &se) || se.Method != store.MethodInsert || !strings.Contains(err.Error(), "concurrent writes") {
 		t.Fatalf("%v", err)
@@ -145,10 +145,10 @@ func TestApplyErrors(t *testing.T) {
 			var se *store.Error
 			switch {
 			case c.refused != nil:
-				if !errors.Is(err, c.refused) || errors.As(err, &se) || !store.Refused(err) {
+				if !errors.Is(err, c.refused) || errors.As(err, &se) || !store.BadInput(err) {
 					t.Fatalf("%v: want the core's refusal, unwrapped", err)
 				}
-			case !errors.As(err, &se) || se.Method != c.method || store.Refused(err):
+			case !errors.As(err, &se) || se.Method != c.method || store.BadInput(err):
 				t.Fatalf("%v: want a store error of %v", err, c.method)
 			}
 			if !reflect.ValueOf(out).IsZero() {

@@ -222,7 +222,7 @@ func TestAbandonedAttemptIsReconciledNeverReexecuted(t *testing.T) {
 		}
 		eff := call.Next()
 		a, err := applyOver(ctx, s, &p, req.Scope, eff.Event)
-		call.ApplyDone(&a, err)
+		call.Applied(&a, err)
 		if call.Next().Kind != idem.EffectRun {
 			t.Fatalf("first call did not get to run: %v", call.Next().Kind)
 		}

@@ -275,7 +275,7 @@ func (o ops) loop(ctx context.Context, scope core.Scope, ev core.Event, p *core.
 	for !op.Done() {
 		op.Do(ctx, plain{o})
 	}
-	a, err := op.Result()
+	a, err := op.Applied()
 	if err != nil {
 		var se *store.Error
 		if errors.As(err, &se) {
