@@ -12,6 +12,7 @@ type (
 	Fingerprint = core.Fingerprint
 	Token       = core.Token
 	Policy      = core.Policy
+	ErrorCode   = core.ErrorCode
 )
 
 // PolicyDefault returns the defaults of SPEC §5.

@@ -98,7 +98,7 @@ func newError(sentinel *Error, cause error, retryAfter time.Duration) *Error {
 type NotExecutedError struct {
 	Err error
 	// Code is stored as the record's last error code; "not_executed" if empty.
-	Code string
+	Code ErrorCode
 }
 
 func (e *NotExecutedError) Error() string {

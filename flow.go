@@ -346,7 +346,7 @@ func (f *Flow) Ran(resp Response, err error) {
 	f.finalErr = newError(ErrOutcomeUnknown, err, f.ex.policy.RetryAfter)
 }
 
-func unknownCode(err error) string {
+func unknownCode(err error) ErrorCode {
 	var p *PanicError
 	switch {
 	case errors.As(err, &p):
@@ -367,7 +367,7 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 		// The core refused the response (not valid HTTP, or too large): it
 		// executed, but what it answered cannot be replayed. Leave the key
 		// to the reconciler and surface the bug.
-		f.markUnknown(string(CodeResponseInvalid), newError(ErrResponseInvalid, err, 0))
+		f.markUnknown(codeResponseInvalid, newError(ErrResponseInvalid, err, 0))
 		return
 	case err != nil && errors.Is(err, store.ErrRefused) && outcome:
 		// The store refused the outcome for good: a write sent again would
@@ -403,14 +403,18 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 // markUnknown makes the attempt's next event a MarkUnknown with code, and
 // final what the flow answers once it is written (nil: the executed
 // result, not recorded).
-func (f *Flow) markUnknown(code string, final error) {
+func (f *Flow) markUnknown(code ErrorCode, final error) {
 	f.eff.Event = core.Event{Kind: core.EventMarkUnknown, Token: f.eff.Attempt.Token, ErrorCode: code}
 	f.finalErr = final
 }
 
 // codeStoreRefused is the last error code of a record whose outcome the
 // store refused to write (store.ErrRefused).
-const codeStoreRefused = "store_refused"
+const codeStoreRefused ErrorCode = "store_refused"
+
+// codeResponseInvalid is the last error code of a record whose action
+// answered a response the core refuses (ErrResponseInvalid).
+const codeResponseInvalid ErrorCode = "response_invalid"
 
 // storeErr is the answer to a store failure: ErrStoreRefused when the store
 // refused the write for good (store.ErrRefused), else ErrStoreUnavailable

@@ -54,7 +54,7 @@ func TestReconcilerGoesPastAnUnresolvableRecord(t *testing.T) {
 			}
 			snap, _ := f.mem.Load(context.Background(), first.Scope)
 			r := snap.Record
-			if r.Status != core.StatusUnknown || r.ReconcileAttempts != 1 || r.LastErrorCode != bad.code || !r.ReconcileAfter.After(f.clock.Now()) {
+			if r.Status != core.StatusUnknown || r.ReconcileAttempts != 1 || string(r.LastErrorCode) != bad.code || !r.ReconcileAfter.After(f.clock.Now()) {
 				t.Fatalf("the bad record: %s", r.Describe())
 			}
 			if bad.code == "finding_invalid" && (err == nil || f.metrics.Total(idem.CounterWorkerError) == 0) {

@@ -82,11 +82,11 @@ func TestNotExecutedWithABadCodeFreesTheKey(t *testing.T) {
 	for _, code := range []string{"no\x00nul", "card declined", "caf\xe9", string(make([]byte, core.ErrorCodeBytesMax+1))} {
 		f := newFixture(t, nil)
 		req := request(key1, payload)
-		_, err := f.ex.Do(context.Background(), req, f.act(idem.Response{}, &idem.NotExecutedError{Err: errors.New("refused"), Code: code}))
+		_, err := f.ex.Do(context.Background(), req, f.act(idem.Response{}, &idem.NotExecutedError{Err: errors.New("refused"), Code: idem.ErrorCode(code)}))
 		if !errors.Is(err, idem.ErrNotExecuted) || !errors.Is(err, core.ErrInvalidErrorCode) {
 			t.Fatalf("code %q: %v", code, err)
 		}
-		if rec := f.record(t, req); rec.Status != core.StatusFailedRetryable || rec.LastErrorCode != core.CodeNotExecuted {
+		if rec := f.record(t, req); rec.Status != core.StatusFailedRetryable || rec.LastErrorCode != core.ErrorCodeNotExecuted {
 			t.Fatalf("code %q: record %s", code, rec.Describe())
 		}
 		if r, err := f.ex.Do(context.Background(), req, f.act(created, nil)); err != nil || r.Kind != idem.ResultExecuted {
@@ -99,7 +99,7 @@ func TestNotExecutedWithABadCodeFreesTheKey(t *testing.T) {
 	// A code the core accepts is stored as it is, at the limit too.
 	f := newFixture(t, nil)
 	req := request(key1, payload)
-	long := strings.Repeat("x", core.ErrorCodeBytesMax)
+	long := idem.ErrorCode(strings.Repeat("x", core.ErrorCodeBytesMax))
 	_, _ = f.ex.Do(context.Background(), req, f.act(idem.Response{}, &idem.NotExecutedError{Err: errors.New("refused"), Code: long}))
 	if rec := f.record(t, req); rec.LastErrorCode != long {
 		t.Fatalf("record %s", rec.Describe())

@@ -152,8 +152,8 @@ func (e *Executor) Reconciler(check Check, opts ...WorkerOption) (*Reconciler, e
 
 // Error codes the reconciler leaves on a record it could not settle.
 const (
-	codeCheckFailed    = "check_failed"    // the Check returned an error, or panicked
-	codeFindingInvalid = "finding_invalid" // the Check's finding cannot be stored (no verdict, or a response the core refuses)
+	codeCheckFailed    ErrorCode = "check_failed"    // the Check returned an error, or panicked
+	codeFindingInvalid ErrorCode = "finding_invalid" // the Check's finding cannot be stored (no verdict, or a response the core refuses)
 	// codeStoreRefused (flow.go): the store refused to write the finding
 )
 
@@ -187,7 +187,7 @@ func (r *Reconciler) safeCheck(ctx context.Context, rec *Record) (f Finding, err
 }
 
 // stillUnknown is the Resolve that reschedules rec's attempt, saying why.
-func stillUnknown(rec *Record, code string) core.Event {
+func stillUnknown(rec *Record, code ErrorCode) core.Event {
 	return core.Event{Kind: core.EventResolve, Token: rec.Token, Verdict: core.VerdictStillUnknown, ErrorCode: code}
 }
 
@@ -262,7 +262,7 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 // ev, a finding about it (not a still-unknown one, which is what a
 // reschedule writes): finding_invalid when the core refused it,
 // store_refused when the store did; "" otherwise.
-func refusedFinding(ev core.Event, err error) string {
+func refusedFinding(ev core.Event, err error) ErrorCode {
 	if err == nil || ev.Kind != core.EventResolve || ev.Verdict == core.VerdictStillUnknown {
 		return ""
 	}

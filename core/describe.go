@@ -30,7 +30,7 @@ func (r Record) Describe() string {
 	writeTime(&b, "locked_until", r.LockedUntil)
 	if r.LastErrorCode != "" {
 		b.WriteString(" error=")
-		b.WriteString(strconv.Quote(r.LastErrorCode))
+		b.WriteString(strconv.Quote(string(r.LastErrorCode)))
 	}
 	writeTime(&b, "reconcile_after", r.ReconcileAfter)
 	if r.ReconcileAttempts != 0 {

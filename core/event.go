@@ -66,7 +66,7 @@ type Event struct {
 	Fingerprint Fingerprint
 	Token       Token
 	Response    Response
-	ErrorCode   string
+	ErrorCode   ErrorCode
 	Verdict     Verdict
 }
 
@@ -91,7 +91,7 @@ const ErrorCodeBytesMax = 64
 // !#$%&'*+-.^_`|~), the alphabet of the core's own codes. A code is a
 // machine-readable reason, not a message: the narrow alphabet is what every
 // store can keep byte for byte and every log can print as it is.
-func ValidateErrorCode(code string) error {
+func ValidateErrorCode(code ErrorCode) error {
 	if len(code) > ErrorCodeBytesMax {
 		return refuse(ErrInvalidErrorCode, "%d bytes, want at most %d", len(code), ErrorCodeBytesMax)
 	}
@@ -103,10 +103,15 @@ func ValidateErrorCode(code string) error {
 	return nil
 }
 
+// ErrorCode says why a record is failed_retryable or unknown
+// (Record.LastErrorCode): a machine-readable reason, from the core's own
+// (below) or an event's (ValidateErrorCode says which it takes).
+type ErrorCode string
+
 // Error codes the core writes into Record.LastErrorCode.
 const (
-	CodeLeaseExpired = "lease_expired" // the owner's lease ran out before it reported an outcome
-	CodeNotExecuted  = "not_executed"  // default for Fail without a code
-	CodeUnknown      = "outcome_unknown"
-	CodeReconciled   = "reconciled_not_executed" // the reconciler found no side effect
+	ErrorCodeLeaseExpired ErrorCode = "lease_expired" // the owner's lease ran out before it reported an outcome
+	ErrorCodeNotExecuted  ErrorCode = "not_executed"  // default for Fail without a code
+	ErrorCodeUnknown      ErrorCode = "outcome_unknown"
+	ErrorCodeReconciled   ErrorCode = "reconciled_not_executed" // the reconciler found no side effect
 )

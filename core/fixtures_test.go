@@ -62,10 +62,10 @@ func withStatus(r Record, s Status) Record {
 	case StatusUnknown:
 		// As the core leaves it: the lease end stays, since the reconciler
 		// may not call the attempt not-executed before it.
-		r.LastErrorCode = CodeLeaseExpired
+		r.LastErrorCode = ErrorCodeLeaseExpired
 		r.ReconcileAfter = r.LockedUntil
 	case StatusFailedRetryable:
-		r.LastErrorCode = CodeNotExecuted
+		r.LastErrorCode = ErrorCodeNotExecuted
 		r.LockedUntil = time.Time{}
 	}
 	return r

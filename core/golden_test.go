@@ -125,7 +125,7 @@ func (s *scenario) run(t *testing.T, line string) string {
 			t.Fatalf("%q: code: %v", line, err)
 		}
 	}
-	ev := Event{Token: Token(num("token")), ErrorCode: code}
+	ev := Event{Token: Token(num("token")), ErrorCode: ErrorCode(code)}
 	if args["at"] != "" {
 		ev.Now = t0.Add(dur("at"))
 	}

@@ -127,7 +127,7 @@ func (w *world) drawEvent(t source, s *scopeState) Event {
 			ev.Token = 1
 		}
 		ev.Response = pick(t, "response", responses)
-		ev.ErrorCode = pick(t, "code", []string{"", "gateway_timeout"})
+		ev.ErrorCode = pick(t, "code", []ErrorCode{"", "gateway_timeout"})
 		ev.Verdict = Verdict(t.intRange("verdict", int(VerdictExecuted), int(VerdictStillUnknown)))
 	}
 	return ev

@@ -179,7 +179,7 @@ type Record struct {
 	Response Response // meaningful only when Status is StatusCompleted
 	// LastErrorCode says why the record is failed_retryable or unknown
 	// ("lease_expired", or the caller's code).
-	LastErrorCode string
+	LastErrorCode ErrorCode
 	// LockedUntil is the end of the execution lease (in_progress). An unknown
 	// record keeps it: an attempt that honours its lease as a deadline
 	// downstream cannot act after it, so the reconciler may conclude "not

@@ -177,7 +177,7 @@ func checkFresh(rec *Record, t Token) error {
 // reconciler should look at now.
 func leaseExpired(rec *Record, now time.Time) {
 	rec.Status = StatusUnknown
-	rec.LastErrorCode = CodeLeaseExpired
+	rec.LastErrorCode = ErrorCodeLeaseExpired
 	rec.ReconcileAfter = now
 	rec.ReconcileAttempts = 0
 }
@@ -221,7 +221,7 @@ func completed(rec *Record, now time.Time, p *Policy, r *Response) {
 	rec.ExpiresAt = now.Add(p.TTL)
 }
 
-func failedRetryable(rec *Record, now time.Time, p *Policy, code string) {
+func failedRetryable(rec *Record, now time.Time, p *Policy, code ErrorCode) {
 	rec.Status = StatusFailedRetryable
 	rec.LastErrorCode = code
 	rec.LockedUntil = time.Time{}
@@ -240,7 +240,7 @@ func fail(rec *Record, ev *Event, p *Policy, now time.Time) Transition {
 		}
 		code := ev.ErrorCode
 		if code == "" {
-			code = CodeNotExecuted
+			code = ErrorCodeNotExecuted
 		}
 		failedRetryable(rec, now, p, code)
 		return updated(rec, rec.Version, rec.Token, Decision{Kind: DecisionFailed})
@@ -259,7 +259,7 @@ func markUnknown(rec *Record, ev *Event, now time.Time) Transition {
 		leaseExpired(rec, now)
 		rec.LastErrorCode = ev.ErrorCode
 		if rec.LastErrorCode == "" {
-			rec.LastErrorCode = CodeUnknown
+			rec.LastErrorCode = ErrorCodeUnknown
 		}
 		// LockedUntil stays: it bounds when the attempt may still act, which
 		// the reconciler needs before it may conclude "not executed".
@@ -305,7 +305,7 @@ func resolve(rec *Record, ev *Event, p *Policy, now time.Time) (Transition, erro
 	case VerdictExecuted:
 		completed(rec, now, p, &ev.Response)
 	case VerdictNotExecuted:
-		failedRetryable(rec, now, p, CodeReconciled)
+		failedRetryable(rec, now, p, ErrorCodeReconciled)
 	default: // VerdictStillUnknown
 		backoff := p.reconcileBackoff(rec.ReconcileAttempts)
 		if rec.ReconcileAttempts < math.MaxUint32 { // saturates: a count that wrapped would reschedule a record given up

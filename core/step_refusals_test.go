@@ -73,7 +73,7 @@ func TestValidateErrorCodeIsTheTokenAlphabet(t *testing.T) {
 	const tchar = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	for c := 0; c < 256; c++ {
 		want := strings.IndexByte(tchar, byte(c)) >= 0
-		for _, code := range []string{string([]byte{byte(c)}), "a" + string([]byte{byte(c)}), string([]byte{byte(c)}) + "z"} {
+		for _, code := range []ErrorCode{ErrorCode([]byte{byte(c)}), "a" + ErrorCode([]byte{byte(c)}), ErrorCode([]byte{byte(c)}) + "z"} {
 			if err := ValidateErrorCode(code); (err == nil) != want || (err != nil && !errors.Is(err, ErrInvalidErrorCode)) {
 				t.Fatalf("byte 0x%02x in %q: %v, want accepted %t", c, code, err, want)
 			}
@@ -82,13 +82,13 @@ func TestValidateErrorCodeIsTheTokenAlphabet(t *testing.T) {
 	if err := ValidateErrorCode(""); err != nil {
 		t.Fatalf("empty code: %v", err)
 	}
-	if err := ValidateErrorCode(strings.Repeat("x", ErrorCodeBytesMax)); err != nil {
+	if err := ValidateErrorCode(ErrorCode(strings.Repeat("x", ErrorCodeBytesMax))); err != nil {
 		t.Fatalf("%d bytes: %v", ErrorCodeBytesMax, err)
 	}
-	if err := ValidateErrorCode(strings.Repeat("x", ErrorCodeBytesMax+1)); !errors.Is(err, ErrInvalidErrorCode) {
+	if err := ValidateErrorCode(ErrorCode(strings.Repeat("x", ErrorCodeBytesMax+1))); !errors.Is(err, ErrInvalidErrorCode) {
 		t.Fatalf("%d bytes: %v", ErrorCodeBytesMax+1, err)
 	}
-	for _, code := range []string{CodeLeaseExpired, CodeNotExecuted, CodeUnknown, CodeReconciled} {
+	for _, code := range []ErrorCode{ErrorCodeLeaseExpired, ErrorCodeNotExecuted, ErrorCodeUnknown, ErrorCodeReconciled} {
 		if err := ValidateErrorCode(code); err != nil {
 			t.Fatalf("the core's own %q: %v", code, err)
 		}
@@ -101,7 +101,7 @@ func TestValidateErrorCodeIsTheTokenAlphabet(t *testing.T) {
 // whose ErrorCode does not count ignore it.
 func TestStepRefusesBadErrorCodes(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		code := string(rapid.SliceOfN(rapid.SampledFrom([]byte("ab_\x00\x7f\xe9 \n;")), 0, 70).Draw(t, "code"))
+		code := ErrorCode(rapid.SliceOfN(rapid.SampledFrom([]byte("ab_\x00\x7f\xe9 \n;")), 0, 70).Draw(t, "code"))
 		ev := Event{Now: t0.Add(time.Second), Token: 1, ErrorCode: code, Fingerprint: fpA, Response: Response{StatusCode: 200}}
 		ev.Kind = rapid.SampledFrom([]EventKind{EventFail, EventMarkUnknown, EventResolve, EventComplete, EventHeartbeat, EventSweep}).Draw(t, "kind")
 		ev.Verdict = rapid.SampledFrom([]Verdict{VerdictExecuted, VerdictNotExecuted, VerdictStillUnknown}).Draw(t, "verdict")

@@ -59,7 +59,7 @@ func TestTransitionTable(t *testing.T) {
 			}
 		}
 	}
-	reconcileAfter := func(when time.Time, code string) check {
+	reconcileAfter := func(when time.Time, code ErrorCode) check {
 		return func(t *testing.T, _, next Record, _ Decision) {
 			t.Helper()
 			if !next.ReconcileAfter.Equal(when) || next.LastErrorCode != code {
@@ -145,7 +145,7 @@ func TestTransitionTable(t *testing.T) {
 		{"reserve/mismatch unknown", def, unknown, reserve(at(time.Hour), fpB, 9), DecisionMismatch, WriteNone, same},
 		{"reserve/in_progress within lease", def, ip, reserve(at(lease-time.Nanosecond), fpA, 9), DecisionInFlight, WriteNone, same},
 		{"reserve/in_progress at lease end becomes unknown", def, ip, reserve(at(lease), fpA, 9), DecisionReconciling, WriteUpdate,
-			all(status(StatusUnknown), reconcileAfter(at(lease), CodeLeaseExpired))},
+			all(status(StatusUnknown), reconcileAfter(at(lease), ErrorCodeLeaseExpired))},
 		{"reserve/completed replays", def, completed, reserve(at(time.Hour), fpA, 9), DecisionReplay, WriteNone, all(same, replays(resp1))},
 		{"reserve/failed_retryable executes again", def, failed, reserve(at(time.Hour), fpA, 9), DecisionExecute, WriteUpdate,
 			all(status(StatusInProgress), newAttempt(9, at(time.Hour)))},
@@ -197,7 +197,7 @@ func TestTransitionTable(t *testing.T) {
 		{"resolve/executed", def, unknown, resolveEv(VerdictExecuted, 7), DecisionResolved, WriteUpdate,
 			all(status(StatusCompleted), stores(resp2), expiresAt(at(time.Hour+ttl)))},
 		{"resolve/not executed", def, unknown, resolveEv(VerdictNotExecuted, 7), DecisionResolved, WriteUpdate,
-			all(status(StatusFailedRetryable), reconcileAfter(time.Time{}, CodeReconciled))},
+			all(status(StatusFailedRetryable), reconcileAfter(time.Time{}, ErrorCodeReconciled))},
 		{"resolve/still unknown keeps why", def, unknown, func() Event { e := resolveEv(VerdictStillUnknown, 7); e.ErrorCode = "finding_invalid"; return e }(), DecisionRescheduled, WriteUpdate,
 			func(t *testing.T, _, next Record, _ Decision) {
 				if next.LastErrorCode != "finding_invalid" || next.ReconcileAttempts != 1 {
@@ -223,7 +223,7 @@ func TestTransitionTable(t *testing.T) {
 
 		// Sweep
 		{"sweep/in_progress past lease", def, ip, sweepAt(at(lease)), DecisionLeaseExpired, WriteUpdate,
-			all(status(StatusUnknown), reconcileAfter(at(lease), CodeLeaseExpired))},
+			all(status(StatusUnknown), reconcileAfter(at(lease), ErrorCodeLeaseExpired))},
 		{"sweep/in_progress within lease", def, ip, sweepAt(at(time.Second)), DecisionNothingDue, WriteNone, same},
 		{"sweep/lease expiry starts the reconciler's count afresh", def, ipRetried, sweepAt(at(lease)), DecisionLeaseExpired, WriteUpdate,
 			func(t *testing.T, _, next Record, d Decision) {

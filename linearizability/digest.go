@@ -77,7 +77,7 @@ func (d digester) record(r *core.Record, withScope bool) uint64 {
 		h.str(hd.Value)
 	}
 	h.bytes(r.Response.Body)
-	h.str(r.LastErrorCode)
+	h.str(string(r.LastErrorCode))
 	h.u64(d.trunc(r.LockedUntil))
 	h.u64(d.trunc(r.ReconcileAfter))
 	h.u64(uint64(r.ReconcileAttempts))
@@ -129,7 +129,7 @@ func short(r *core.Record) string {
 	}
 	if r.LastErrorCode != "" {
 		b.WriteString(" err=")
-		b.WriteString(r.LastErrorCode)
+		b.WriteString(string(r.LastErrorCode))
 	}
 	return b.String()
 }

@@ -158,7 +158,7 @@ func describeLifeOp(o *lifeOp) string {
 	case core.EventFail, core.EventMarkUnknown:
 		fmt.Fprintf(&b, " t%d", ev.Token)
 		if ev.ErrorCode != "" {
-			b.WriteString(" " + ev.ErrorCode)
+			b.WriteString(" " + string(ev.ErrorCode))
 		}
 	case core.EventHeartbeat:
 		fmt.Fprintf(&b, " t%d", ev.Token)

@@ -89,8 +89,8 @@ var coreMutants = []Mutant{
 	},
 	{
 		ID: "core-lease-expiry-not-scheduled", File: "core/step.go",
-		Old:    "\trec.LastErrorCode = CodeLeaseExpired\n\trec.ReconcileAfter = now\n",
-		New:    "\trec.LastErrorCode = CodeLeaseExpired\n",
+		Old:    "\trec.LastErrorCode = ErrorCodeLeaseExpired\n\trec.ReconcileAfter = now\n",
+		New:    "\trec.LastErrorCode = ErrorCodeLeaseExpired\n",
 		Desc:   "an unknown record (lease expiry or MarkUnknown) is never scheduled for the reconciler",
 		Breaks: "§5 Reserve/Sweep/MarkUnknown \"reconcile_after = now\"; §6.5 no zombie",
 	},
@@ -160,8 +160,8 @@ var coreMutants = []Mutant{
 	},
 	{
 		ID: "core-markunknown-drops-lease", File: "core/step.go",
-		Old:    "\t\tif rec.LastErrorCode == \"\" {\n\t\t\trec.LastErrorCode = CodeUnknown\n\t\t}\n",
-		New:    "\t\tif rec.LastErrorCode == \"\" {\n\t\t\trec.LastErrorCode = CodeUnknown\n\t\t}\n\t\trec.LockedUntil = time.Time{}\n",
+		Old:    "\t\tif rec.LastErrorCode == \"\" {\n\t\t\trec.LastErrorCode = ErrorCodeUnknown\n\t\t}\n",
+		New:    "\t\tif rec.LastErrorCode == \"\" {\n\t\t\trec.LastErrorCode = ErrorCodeUnknown\n\t\t}\n\t\trec.LockedUntil = time.Time{}\n",
 		Desc:   "MarkUnknown clears locked_until, so the reconciler may conclude \"not executed\" without waiting for the lease",
 		Breaks: "§4 locked_until kept on unknown; §6.1 at most once (reconcile without the LockedUntil wait)",
 	},
@@ -189,8 +189,8 @@ var coreMutants = []Mutant{
 	// ---- core: Resolve -------------------------------------------------
 	{
 		ID: "core-resolve-verdicts-swapped", File: "core/step.go",
-		Old:    "\tcase VerdictExecuted:\n\t\tcompleted(rec, now, p, &ev.Response)\n\tcase VerdictNotExecuted:\n\t\tfailedRetryable(rec, now, p, CodeReconciled)",
-		New:    "\tcase VerdictNotExecuted:\n\t\tcompleted(rec, now, p, &ev.Response)\n\tcase VerdictExecuted:\n\t\tfailedRetryable(rec, now, p, CodeReconciled)",
+		Old:    "\tcase VerdictExecuted:\n\t\tcompleted(rec, now, p, &ev.Response)\n\tcase VerdictNotExecuted:\n\t\tfailedRetryable(rec, now, p, ErrorCodeReconciled)",
+		New:    "\tcase VerdictNotExecuted:\n\t\tcompleted(rec, now, p, &ev.Response)\n\tcase VerdictExecuted:\n\t\tfailedRetryable(rec, now, p, ErrorCodeReconciled)",
 		Desc:   "Resolve executed makes the key failed_retryable, not executed completes it (swapped statuses)",
 		Breaks: "§5 Resolve executed/not executed; §6.1 at most once, §6.2",
 	},

@@ -26,8 +26,8 @@ var execMutants = []Mutant{
 	},
 	{
 		ID: "exec-mismatch-replays", File: "flow.go",
-		Old:    "\t\tf.done(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))",
-		New:    "\t\tf.done(Result{Kind: ResultReplayed, Response: a.Record.Response, Recorded: true}, nil)",
+		Old:    "\t\tf.finish(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))",
+		New:    "\t\tf.finish(Result{Kind: ResultReplayed, Response: a.Record.Response, Recorded: true}, nil)",
 		Desc:   "a Mismatch is answered with the stored response",
 		Breaks: "§5 Mismatch (422); §6.3 no cross-payload (never sees the stored response)",
 	},
@@ -232,7 +232,7 @@ var execMutants = []Mutant{
 	{
 		ID: "exec-panic-unrecorded", File: "flow.go",
 		Old:    "\t\tf.panicked = p.Value // raised again once the outcome is written\n\t}\n",
-		New:    "\t\tf.panicked = p.Value\n\t\tf.done(Result{}, err)\n\t\treturn\n\t}\n",
+		New:    "\t\tf.panicked = p.Value\n\t\tf.finish(Result{}, err)\n\t\treturn\n\t}\n",
 		Desc:   "a panic is raised again at once, before its key is recorded unknown",
 		Breaks: "§5 rule \"a panic in the action is recorded as unknown and then re-raised\"",
 	},

@@ -24,8 +24,8 @@ var refMutants = []Mutant{
 	},
 	{
 		ID: "ref-fail-default-code", File: "internal/refmodel/owner.go",
-		Old:    "c.becomeFailed(orDefault(c.ev.ErrorCode, codeNotExecuted))",
-		New:    "c.becomeFailed(orDefault(c.ev.ErrorCode, codeUnknown))",
+		Old:    "c.becomeFailed(orDefault(string(c.ev.ErrorCode), codeNotExecuted))",
+		New:    "c.becomeFailed(orDefault(string(c.ev.ErrorCode), codeUnknown))",
 		Desc:   "the model's Fail without a code records outcome_unknown instead of not_executed",
 		Breaks: "§4 last error code (core: Fail's default is not_executed); invariant 8",
 	},

@@ -147,7 +147,7 @@ func (v leaseReexecuteView) Load(ctx context.Context, scope core.Scope) (store.S
 	snap, err := v.Store.Load(ctx, scope)
 	r := &snap.Record
 	expired := r.Status == core.StatusInProgress && !snap.Now.Before(r.LockedUntil)
-	if err == nil && (expired || r.Status == core.StatusUnknown && r.LastErrorCode == core.CodeLeaseExpired) {
+	if err == nil && (expired || r.Status == core.StatusUnknown && r.LastErrorCode == core.ErrorCodeLeaseExpired) {
 		r.Status = core.StatusFailedRetryable
 	}
 	return snap, err

@@ -86,7 +86,7 @@ func (c *checker) flowEffect(call *serverCall, eff *idem.Effect) {
 		c.failAs(invExecutor, call.scope, "attempt %d's outcome was applied with token %d", call.token, eff.Event.Token)
 	case !eff.Detached:
 		c.failAs(invExecutor, call.scope, "attempt %d's outcome (%v) was to be applied on its client's context: a client that hangs up would stop it", call.token, eff.Event.Kind)
-	case want == core.EventFail && eff.Event.ErrorCode != codeKept(fw.code):
+	case want == core.EventFail && string(eff.Event.ErrorCode) != codeKept(fw.code):
 		c.failAs(invExecutor, call.scope, "attempt %d did not execute, with the code %q, and its Fail carries %q (want %q: the code, or the default where it is not a token of 1 to 64 bytes)",
 			call.token, fw.code, eff.Event.ErrorCode, codeKept(fw.code))
 	}

@@ -289,7 +289,7 @@ func TestRefusedOutcomeRules(t *testing.T) {
 		call := flowRuleCall(t, w, reqs[0])
 		call.watch.code = c.action
 		w.check.actionEnded(call, actionNotExecuted)
-		w.check.flowEffect(call, &idem.Effect{Kind: idem.EffectApply, Event: core.Event{Kind: core.EventFail, Token: 7, ErrorCode: c.fail}, Detached: true})
+		w.check.flowEffect(call, &idem.Effect{Kind: idem.EffectApply, Event: core.Event{Kind: core.EventFail, Token: 7, ErrorCode: core.ErrorCode(c.fail)}, Detached: true})
 		expect(t, w, c.want, fmt.Sprintf("code %q failed with %q", c.action, c.fail))
 	}
 }

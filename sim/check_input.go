@@ -183,7 +183,7 @@ func (c *checker) written(scope int32, rec *core.Record) {
 		c.fail(invBadInput, scope, "a record was written for the key %q", rec.Scope.Key)
 	case headerRefusable(&rec.Response):
 		c.fail(invBadInput, scope, "a response was stored with a header value that splits it: %s", rec.Response.Describe())
-	case rec.LastErrorCode != "" && !codeTakeable(rec.LastErrorCode):
+	case rec.LastErrorCode != "" && !codeTakeable(string(rec.LastErrorCode)):
 		c.fail(invBadInput, scope, "a record was written with the error code %q", rec.LastErrorCode)
 	}
 }

@@ -37,7 +37,7 @@ func (w *world) foreignCode(i int32) {
 	r := w.rng.servers
 	codes := append(goodCodes[1:len(goodCodes):len(goodCodes)], badCodes...)
 	code := codes[r.IntN(len(codes))]
-	ev := core.Event{Kind: []core.EventKind{core.EventFail, core.EventMarkUnknown, core.EventResolve}[r.IntN(3)], Token: foreignToken, ErrorCode: code}
+	ev := core.Event{Kind: []core.EventKind{core.EventFail, core.EventMarkUnknown, core.EventResolve}[r.IntN(3)], Token: foreignToken, ErrorCode: core.ErrorCode(code)}
 	if ev.Kind == core.EventResolve {
 		ev.Verdict = core.VerdictStillUnknown
 	}

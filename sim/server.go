@@ -606,7 +606,7 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 func (c *serverCall) notExecuted(err error) error {
 	code := c.s.w.notExecutedCode()
 	c.watch.code = code
-	return &idem.NotExecutedError{Err: err, Code: code}
+	return &idem.NotExecutedError{Err: err, Code: idem.ErrorCode(code)}
 }
 
 const (

@@ -16,7 +16,7 @@ import (
 )
 
 // TestABIDocument holds ABI.md to package abi where a number or a name of
-// the layout is written in both: the version, the exports, the error codes,
+// the layout is written in both: the version, the exports, the sentinel indexes,
 // the change bits, the tags, the nil length and the answer statuses.
 func TestABIDocument(t *testing.T) {
 	src, err := os.ReadFile("ABI.md")
@@ -48,21 +48,21 @@ func TestABIDocument(t *testing.T) {
 		}
 	}
 
-	// The error table: a row holds two codes, each `| code | `sentinel` |`.
+	// The error table: a row holds two indexes, each `| index | `sentinel` |`.
 	codes := map[string]string{}
 	for _, m := range regexp.MustCompile("\\| (\\d+) \\| `(Err\\w+)` ").FindAllStringSubmatch(doc, -1) {
 		codes[m[1]] = m[2]
 	}
 	for i, name := range sentinelNames {
 		if codes[fmt.Sprint(i)] != name {
-			t.Errorf("ABI.md's error code %d is %q, abi.Sentinels[%d] is %s", i, codes[fmt.Sprint(i)], i, name)
+			t.Errorf("ABI.md's sentinel index %d is %q, abi.Sentinels[%d] is %s", i, codes[fmt.Sprint(i)], i, name)
 		}
 	}
 	if len(codes) != len(sentinelNames) {
-		t.Errorf("ABI.md lists %d error codes with a sentinel, abi.Sentinels has %d", len(codes), len(sentinelNames))
+		t.Errorf("ABI.md lists %d sentinel indexes, abi.Sentinels has %d", len(codes), len(sentinelNames))
 	}
-	must("the malformed-request code", fmt.Sprintf("| | | %d | the guest could not decode the request", abi.CodeMalformedRequest))
-	must("the unidentified code", fmt.Sprintf("| | | %d | an error wrapping none of these |", abi.CodeUnidentified))
+	must("the malformed-request index", fmt.Sprintf("| | | %d | the guest could not decode the request", abi.SentinelMalformedRequest))
+	must("the unidentified index", fmt.Sprintf("| | | %d | an error wrapping none of these |", abi.SentinelUnidentified))
 
 	// The change bits, in the order of abi's Changed constants.
 	bits := changedNames(t)

@@ -40,7 +40,7 @@ type (
 		Name      string         `json:"name"`
 		Record    fixtureRecord  `json:"record"` // its response body is the answer
 		Event     fixtureEvent   `json:"event"`
-		Result    *fixtureResult `json:"result"`
+		Transition    *fixtureTransition `json:"transition"`
 		Error     *fixtureError  `json:"error"`
 		Malformed bool           `json:"malformed"`
 		After     *fixtureRecord `json:"after"` // nil for an error: the record is unchanged
@@ -86,7 +86,7 @@ func answerCases() []answerCase {
 		Scope: core.Scope{Tenant: "tenant-é", Principal: "p", UseCase: "u", Key: "k"}, Status: core.StatusExpired,
 		Fingerprint: core.Fingerprint{0xfe, 0xfe, 31: 0xff}, Token: math.MaxUint64, Version: math.MaxUint64 - 1,
 		Response:          core.Response{StatusCode: -1, Headers: []core.Header{}, SchemaVersion: math.MaxUint32},
-		LastErrorCode:     core.CodeLeaseExpired,
+		LastErrorCode:     core.ErrorCodeLeaseExpired,
 		LockedUntil:       time.Unix(-1, 500_000_000).UTC(),             // before 1970, with nanoseconds
 		ReconcileAfter:    time.Unix(1<<40, 999_999_999).In(abi.NowLoc), // past the int64 nanoseconds, from now
 		ReconcileAttempts: math.MaxUint32,
@@ -124,7 +124,7 @@ func answerCases() []answerCase {
 		{"ok: times from now, in now's location", ok(maxRes, fromNow), ev},
 		{"ok: nothing changed", ok(maxRes, before), ev},
 	}
-	for _, code := range []uint8{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 200, abi.CodeMalformedRequest, abi.CodeUnidentified} {
+	for _, code := range []uint8{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 200, abi.SentinelMalformedRequest, abi.SentinelUnidentified} {
 		msg := fmt.Sprintf("idem: refused with code %d, é", code)
 		cases = append(cases, answerCase{fmt.Sprintf("refused: code %d", code), leStr([]byte{abi.AnswerRefused, code}, msg), ev})
 	}
@@ -178,7 +178,7 @@ func codeName(code uint8) string {
 	switch {
 	case int(code) < len(sentinelNames):
 		return sentinelNames[code]
-	case code == abi.CodeMalformedRequest:
+	case code == abi.SentinelMalformedRequest:
 		return "ErrMalformedRequest"
 	}
 	return "ErrUnidentified"
@@ -225,7 +225,7 @@ func TestAnswers(t *testing.T) {
 			fc.Error = &fixtureError{Code: codeName(c.answer[1]), Message: wantErr.Error()}
 			kinds["refused"]++
 		default:
-			fc.Result = fxResult(wantRes)
+			fc.Transition = fxTransition(wantRes)
 			after := fxRecord(want)
 			fc.After = &after
 			kinds["ok"]++

@@ -119,12 +119,12 @@ func BenchmarkStepJSON(b *testing.B) {
 		}
 		out, _ := inst.mem.Read(uint32(inst.stack[0]>>32), uint32(inst.stack[0]))
 		var ans struct {
-			Result core.Transition
+			Transition core.Transition
 			Record core.Record
 			Code   uint8
 			Error  string
 		}
-		if err := json.Unmarshal(out, &ans); err != nil || ans.Result.Decision.Kind != s.want {
+		if err := json.Unmarshal(out, &ans); err != nil || ans.Transition.Decision.Kind != s.want {
 			b.Fatal(err, ans.Error)
 		}
 	}

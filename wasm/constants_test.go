@@ -110,8 +110,8 @@ func TestSentinelNames(t *testing.T) {
 		t.Fatalf("abi.Sentinels is %v in abi.go (%d values), sentinelNames %v", names, len(abi.Sentinels), sentinelNames)
 	}
 	for i, s := range abi.Sentinels {
-		if got := abi.CodeOf(s); int(got) != i {
-			t.Fatalf("CodeOf(%s) = %d, want %d", names[i], got, i)
+		if got := abi.SentinelOf(s); int(got) != i {
+			t.Fatalf("SentinelOf(%s) = %d, want %d", names[i], got, i)
 		}
 	}
 }

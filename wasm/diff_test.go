@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 var _ func(*core.Record, *core.Event, *core.Policy) (core.Transition, error) = (*Host)(nil).Step
 
 // TestDifferential steps rapid's cases natively and through wasm: every
-// Result, record (compared with reflect.DeepEqual: times with their
+// Transition, record (compared with reflect.DeepEqual: times with their
 // locations, nil and empty slices apart) and error must be the same.
 func TestDifferential(t *testing.T) {
 	h := testHost(t)

@@ -46,7 +46,7 @@ func extremeCases() []struct {
 	withPolicy := func(f func(*core.Policy)) core.Policy { q := p; f(&q); return q }
 	abs := core.Record{Scope: genScope}
 	unknown := core.Record{Scope: genScope, Status: core.StatusUnknown, Fingerprint: fpA, Token: 5, Version: 3,
-		LastErrorCode: core.CodeLeaseExpired, LockedUntil: genT0, ReconcileAfter: genT0, CreatedAt: genT0}
+		LastErrorCode: core.ErrorCodeLeaseExpired, LockedUntil: genT0, ReconcileAfter: genT0, CreatedAt: genT0}
 	inProgress := core.Record{Scope: genScope, Status: core.StatusInProgress, Fingerprint: fpA, Token: 1, Version: 1,
 		LockedUntil: genT0.Add(p.LeaseDuration), CreatedAt: genT0}
 	t1 := genT0.Add(time.Second)
@@ -76,7 +76,7 @@ func extremeCases() []struct {
 	out := []named{
 		{"tokens near 2^64-1", stepCase{Policy: p,
 			Start: core.Record{Scope: genScope, Status: core.StatusFailedRetryable, Fingerprint: fpA, Token: math.MaxUint64 - 2, Version: 5,
-				LastErrorCode: core.CodeNotExecuted, CreatedAt: genT0, ExpiresAt: genT0.Add(p.TTL)},
+				LastErrorCode: core.ErrorCodeNotExecuted, CreatedAt: genT0, ExpiresAt: genT0.Add(p.TTL)},
 			Events: []core.Event{
 				reserve(t1, math.MaxUint64-1, fpA), owner(core.EventFail, t1, math.MaxUint64-1),
 				reserve(t1, math.MaxUint64, fpA), owner(core.EventHeartbeat, t1, math.MaxUint64),
@@ -137,8 +137,8 @@ func extremeCases() []struct {
 		{"policy expiry 255", stepCase{Policy: withPolicy(func(q *core.Policy) { q.Expiry = 255 }), Start: abs, Events: []core.Event{reserve(t1, 1, fpA)}}},
 		{"policy fail 255", stepCase{Policy: withPolicy(func(q *core.Policy) { q.Fail = 255 }), Start: abs, Events: []core.Event{reserve(t1, 1, fpA)}}},
 		{"error codes at their limit", stepCase{Policy: p, Start: inProgress, Events: []core.Event{
-			{Kind: core.EventMarkUnknown, Now: t1, Token: 1, ErrorCode: strings.Repeat("x", core.ErrorCodeBytesMax+1)},
-			{Kind: core.EventMarkUnknown, Now: t1, Token: 1, ErrorCode: strings.Repeat("x", core.ErrorCodeBytesMax)},
+			{Kind: core.EventMarkUnknown, Now: t1, Token: 1, ErrorCode: core.ErrorCode(strings.Repeat("x", core.ErrorCodeBytesMax+1))},
+			{Kind: core.EventMarkUnknown, Now: t1, Token: 1, ErrorCode: core.ErrorCode(strings.Repeat("x", core.ErrorCodeBytesMax))},
 		}}},
 		nilOrEmpty("headers: the event's empty over the record's nil", core.Response{}, core.Response{Headers: []core.Header{}}),
 		nilOrEmpty("headers: the event's nil over the record's empty", core.Response{Headers: []core.Header{}}, core.Response{}),

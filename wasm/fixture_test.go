@@ -75,7 +75,7 @@ type (
 	}
 	fixtureStep struct {
 		Event  fixtureEvent   `json:"event"`
-		Result *fixtureResult `json:"result"`
+		Transition *fixtureTransition `json:"transition"`
 		Error  *fixtureError  `json:"error"`
 		Record fixtureRecord  `json:"record"`
 	}
@@ -132,7 +132,7 @@ type (
 		ErrorCode   string          `json:"errorCode"`
 		Verdict     uint8           `json:"verdict"`
 	}
-	fixtureResult struct {
+	fixtureTransition struct {
 		DecisionKind  uint8  `json:"decisionKind"`
 		DecisionToken string `json:"decisionToken"`
 		RetryAfter    string `json:"retryAfter"`
@@ -203,7 +203,7 @@ func fxRecord(r core.Record) fixtureRecord {
 		Tenant: r.Scope.Tenant, Principal: r.Scope.Principal, UseCase: r.Scope.UseCase, Key: r.Scope.Key,
 		Status: uint8(r.Status), Fingerprint: hex.EncodeToString(r.Fingerprint[:]),
 		Token: fxU64(uint64(r.Token)), Version: fxU64(r.Version), Response: fxResponse(r.Response),
-		LastErrorCode: r.LastErrorCode, LockedUntil: fxTime(r.LockedUntil), ReconcileAfter: fxTime(r.ReconcileAfter),
+		LastErrorCode: string(r.LastErrorCode), LockedUntil: fxTime(r.LockedUntil), ReconcileAfter: fxTime(r.ReconcileAfter),
 		ReconcileAttempts: r.ReconcileAttempts, CreatedAt: fxTime(r.CreatedAt), CompletedAt: fxTime(r.CompletedAt),
 		ExpiresAt: fxTime(r.ExpiresAt),
 	}
@@ -222,12 +222,12 @@ func fxPolicy(p core.Policy) fixturePolicy {
 func fxEvent(e core.Event) fixtureEvent {
 	return fixtureEvent{
 		Kind: uint8(e.Kind), Now: fxTime(e.Now), Fingerprint: hex.EncodeToString(e.Fingerprint[:]),
-		Token: fxU64(uint64(e.Token)), Response: fxResponse(e.Response), ErrorCode: e.ErrorCode, Verdict: uint8(e.Verdict),
+		Token: fxU64(uint64(e.Token)), Response: fxResponse(e.Response), ErrorCode: string(e.ErrorCode), Verdict: uint8(e.Verdict),
 	}
 }
 
-func fxResult(res core.Transition) *fixtureResult {
-	return &fixtureResult{
+func fxTransition(res core.Transition) *fixtureTransition {
+	return &fixtureTransition{
 		DecisionKind: uint8(res.Decision.Kind), DecisionToken: fxU64(uint64(res.Decision.Token)),
 		RetryAfter: fxI64(int64(res.Decision.RetryAfter)), WriteKind: uint8(res.Write.Kind),
 		ExpectVersion: fxU64(res.Write.ExpectVersion), ExpectToken: fxU64(uint64(res.Write.ExpectToken)),
@@ -244,9 +244,9 @@ func fixtureCaseOf(name string, c stepCase) fixtureCase {
 		res, err := core.Step(&cur, &e, &p)
 		s := fixtureStep{Event: fxEvent(ev), Record: fxRecord(cur)}
 		if err != nil {
-			s.Error = &fixtureError{Code: codeName(abi.CodeOf(err)), Message: err.Error()}
+			s.Error = &fixtureError{Code: codeName(abi.SentinelOf(err)), Message: err.Error()}
 		} else {
-			s.Result = fxResult(res)
+			s.Transition = fxTransition(res)
 		}
 		fc.Steps = append(fc.Steps, s)
 	}

@@ -135,7 +135,7 @@ func genStart(t *rapid.T, o genOptions, base core.Token) core.Record {
 	r.Fingerprint = rapid.SampledFrom(genFPs).Draw(t, "start_fp")
 	r.Token = base + core.Token(rapid.IntRange(0, 3).Draw(t, "start_token"))
 	r.Version = genU64(t, "start_version", math.MaxUint64)
-	r.LastErrorCode = rapid.SampledFrom([]string{"", core.CodeLeaseExpired, "gateway_timeout"}).Draw(t, "start_error")
+	r.LastErrorCode = rapid.SampledFrom([]core.ErrorCode{"", core.ErrorCodeLeaseExpired, "gateway_timeout"}).Draw(t, "start_error")
 	if r.Status == core.StatusCompleted || rapid.Bool().Draw(t, "start_response") {
 		r.Response = genResponse(t, o, "start_")
 	}
@@ -237,7 +237,7 @@ func genCase(o genOptions) *rapid.Generator[stepCase] {
 			if ev.Kind == core.EventComplete || ev.Kind == core.EventResolve || rapid.IntRange(0, 9).Draw(t, "stray_response") == 0 {
 				ev.Response = genResponse(t, o, "")
 			}
-			ev.ErrorCode = rapid.SampledFrom([]string{"", "", "gateway_timeout", "declined"}).Draw(t, "code")
+			ev.ErrorCode = rapid.SampledFrom([]core.ErrorCode{"", "", "gateway_timeout", "declined"}).Draw(t, "code")
 			ev.Verdict = core.Verdict(rapid.SampledFrom([]int{1, 2, 3, 3, 0, 9}).Draw(t, "verdict"))
 			c.Events = append(c.Events, ev)
 		}

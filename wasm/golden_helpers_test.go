@@ -135,7 +135,7 @@ func parseGoldenCommand(cmd *goldenCommand, policy *core.Policy) error {
 		scope.Key = k
 		cmd.Scope = &scope
 	}
-	ev := core.Event{Token: core.Token(num("token")), ErrorCode: code}
+	ev := core.Event{Token: core.Token(num("token")), ErrorCode: core.ErrorCode(code)}
 	if args["at"] != "" {
 		ev.Now = goldenT0.Add(dur("at"))
 	}

@@ -48,7 +48,7 @@ func (c *change) fail() {
 		if c.p.Fail == core.FailEvict {
 			c.remove()
 		} else {
-			c.becomeFailed(orDefault(c.ev.ErrorCode, codeNotExecuted))
+			c.becomeFailed(orDefault(string(c.ev.ErrorCode), codeNotExecuted))
 		}
 		c.answer(core.DecisionFailed)
 	default:
@@ -60,7 +60,7 @@ func (c *change) fail() {
 func (c *change) markUnknown() {
 	switch c.was.Status {
 	case core.StatusInProgress:
-		c.becomeUnknown(orDefault(c.ev.ErrorCode, codeUnknown))
+		c.becomeUnknown(orDefault(string(c.ev.ErrorCode), codeUnknown))
 		c.answer(core.DecisionMarkedUnknown)
 	default:
 		c.elsewhere(core.StatusUnknown)

@@ -26,7 +26,7 @@ const (
 func (c *change) becomeUnknown(code string) {
 	r := &c.Record
 	r.Status = core.StatusUnknown
-	r.LastErrorCode = code
+	r.LastErrorCode = core.ErrorCode(code)
 	r.ReconcileAfter = c.now
 	r.ReconcileAttempts = 0
 	c.update()
@@ -51,7 +51,7 @@ func (c *change) becomeCompleted(resp *core.Response) {
 func (c *change) becomeFailed(code string) {
 	r := &c.Record
 	r.Status = core.StatusFailedRetryable
-	r.LastErrorCode = code
+	r.LastErrorCode = core.ErrorCode(code)
 	r.LockedUntil = time.Time{}
 	r.ReconcileAfter = time.Time{}
 	r.ExpiresAt = c.now.Add(c.p.TTL)

@@ -55,7 +55,7 @@ func (c *compact) set(r *core.Record, copyResponse bool) {
 		resp := r.Response.Clone()
 		c.headers, c.body = resp.Headers, resp.Body
 	}
-	c.lastErrorCode = r.LastErrorCode
+	c.lastErrorCode = string(r.LastErrorCode)
 	c.lockedUntil = nanos(r.LockedUntil)
 	c.reconcileAfter = nanos(r.ReconcileAfter)
 	c.reconcileAttempts = r.ReconcileAttempts
@@ -73,7 +73,7 @@ func (c *compact) get(r *core.Record) {
 		Token:             c.token,
 		Version:           c.version,
 		Response:          core.Response{StatusCode: int(c.statusCode), Headers: c.headers, Body: c.body, SchemaVersion: c.schemaVersion},
-		LastErrorCode:     c.lastErrorCode,
+		LastErrorCode:     core.ErrorCode(c.lastErrorCode),
 		LockedUntil:       fromNanos(c.lockedUntil),
 		ReconcileAfter:    fromNanos(c.reconcileAfter),
 		ReconcileAttempts: c.reconcileAttempts,

@@ -70,7 +70,7 @@ func (r *row) record(rec *core.Record) error {
 	}
 	rec.Response.Body = r.body
 	rec.Response.SchemaVersion = uint32(r.schemaVersion.Int64)
-	rec.LastErrorCode = r.lastError.String
+	rec.LastErrorCode = core.ErrorCode(r.lastError.String)
 	rec.LockedUntil = ts(r.lockedUntil)
 	rec.ReconcileAfter = ts(r.reconcileAfter)
 	rec.ReconcileAttempts = uint32(r.attempts.Int64)

@@ -150,7 +150,7 @@ func TestCompleteIn(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if snap.Record.LastErrorCode != core.CodeReconciled {
+		if snap.Record.LastErrorCode != core.ErrorCodeReconciled {
 			t.Fatalf("settled as %s", snap.Record.Describe())
 		}
 	})

@@ -72,8 +72,8 @@ func acceptedResponses() []core.Response {
 
 // acceptedErrorCodes are two codes of exactly core.ErrorCodeBytesMax bytes
 // that between them hold every tchar.
-func acceptedErrorCodes() []string {
-	return []string{tchars[:core.ErrorCodeBytesMax], tchars[len(tchars)-core.ErrorCodeBytesMax:]}
+func acceptedErrorCodes() []core.ErrorCode {
+	return []core.ErrorCode{core.ErrorCode(tchars[:core.ErrorCodeBytesMax]), core.ErrorCode(tchars[len(tchars)-core.ErrorCodeBytesMax:])}
 }
 
 // acceptedBytes is the contract case: every value above, written through

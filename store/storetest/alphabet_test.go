@@ -17,7 +17,7 @@ import (
 func TestAlphabetsAreTheCores(t *testing.T) {
 	for c := range 256 {
 		in := strings.IndexByte(tchars, byte(c)) >= 0
-		if accepted := core.ValidateErrorCode(string([]byte{byte(c)})) == nil; accepted != in {
+		if accepted := core.ValidateErrorCode(core.ErrorCode([]byte{byte(c)})) == nil; accepted != in {
 			t.Errorf("byte 0x%02x: the core accepts it in an error code: %v; in tchars: %v", c, accepted, in)
 		}
 	}

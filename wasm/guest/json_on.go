@@ -22,7 +22,7 @@ type jsonRequest struct {
 }
 
 type jsonAnswer struct {
-	Result core.Transition
+	Transition core.Transition
 	Record core.Record
 	Code   uint8
 	Error  string
@@ -34,11 +34,11 @@ func stepJSON(dst []byte, size uint32) []byte {
 	var req jsonRequest
 	var ans jsonAnswer
 	if err := json.Unmarshal(input[:size], &req); err != nil {
-		ans.Code, ans.Error = abi.CodeMalformedRequest, err.Error()
+		ans.Code, ans.Error = abi.SentinelMalformedRequest, err.Error()
 	} else if res, err := core.Step(&req.Record, &req.Event, &req.Policy); err != nil {
-		ans.Code, ans.Error = abi.CodeOf(err), err.Error()
+		ans.Code, ans.Error = abi.SentinelOf(err), err.Error()
 	} else {
-		ans.Result, ans.Record = res, req.Record
+		ans.Transition, ans.Record = res, req.Record
 	}
 	b, _ := json.Marshal(&ans)
 	return append(dst, b...)

@@ -15,8 +15,8 @@ for (let round = 0; round < 5; round++) {
   const n = 100000;
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
-    const { result } = core.step(rec, ev, p);
-    if (result.decision.kind !== 6) throw new Error(`decision ${result.decision.kind}`);
+    const { transition } = core.step(rec, ev, p);
+    if (transition.decision.kind !== 6) throw new Error(`decision ${transition.decision.kind}`);
   }
   const ns = Number(process.hrtime.bigint() - start) / n;
   console.log(`node step Complete: ${ns.toFixed(0)} ns/op`);

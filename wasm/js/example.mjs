@@ -21,13 +21,13 @@ const fingerprint = createHash('sha256').update('{"amount":100,"currency":"EUR"}
 const otherRequest = createHash('sha256').update('{"amount":999,"currency":"EUR"}').digest();
 
 // A driver loads the record (absent at first), steps it, and writes the
-// record back with a compare-and-set on result.write; here `rec` is the store.
+// record back with a compare-and-set on transition.write; here `rec` is the store.
 let rec = absentRecord({ tenant: 'acme', principal: 'user-1', useCase: 'payments.create', key: '550e8400-e29b-41d4-a716-446655440000' });
 function step(what, event) {
-  const { result, record } = core.step(rec, event, policy);
-  console.log(`${what}: ${nameOf(DecisionKind, result.decision.kind)}, write ${nameOf(WriteKind, result.write.kind)}, record ${nameOf(Status, record.status)} (version ${record.version})`);
+  const { transition, record } = core.step(rec, event, policy);
+  console.log(`${what}: ${nameOf(DecisionKind, transition.decision.kind)}, write ${nameOf(WriteKind, transition.write.kind)}, record ${nameOf(Status, record.status)} (version ${record.version})`);
   rec = record;
-  return result;
+  return transition;
 }
 
 // 1. The first request reserves the key with the store's fresh token, and executes.

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import * as idem from './idem.mjs';
-import { record, event, result } from './testdata/convert.mjs';
+import { record, event, transition } from './testdata/convert.mjs';
 
 const { load, IdemError, AbiVersionError, TrapError, MalformedAnswerError, ABI_VERSION } = idem;
 const fake = await readFile(new URL('./testdata/fake.wasm', import.meta.url));
@@ -36,7 +36,7 @@ function fakeStep(core, cmd, key = 'k') {
 // state is what the canned answer reports: the instance's idem_step and
 // idem_input calls, the input address, the request's size.
 function canned(core, key = 'k') {
-  const { result: r, record: rec } = fakeStep(core, CMD.canned, key);
+  const { transition: r, record: rec } = fakeStep(core, CMD.canned, key);
   assert.equal(r.decision.kind, 1);
   assert.equal(rec.key, key, 'an answer without changes changed the record');
   return { steps: r.decision.token, inputs: r.decision.retryAfter, addr: r.write.expectVersion, size: r.write.expectToken };
@@ -137,7 +137,7 @@ test('idem_input is called only for a larger request, and the request is written
 test('an answer in memory the guest grew during idem_step is read', async () => {
   const core = await load({ wasm: fake });
   for (let i = 1n; i <= 3n; i++) {
-    const { result: r } = fakeStep(core, CMD.grow);
+    const { transition: r } = fakeStep(core, CMD.grow);
     assert.equal(r.decision.kind, 1);
     assert.equal(r.decision.token, i);
   }
@@ -156,7 +156,7 @@ test('an answer outside the guest\'s memory is a MalformedAnswerError, and the i
 
 test('an answer that ends at the end of the guest\'s memory is read; one a byte past it is a MalformedAnswerError, and the instance is kept', async () => {
   const core = await load({ wasm: fake });
-  const { result: r } = fakeStep(core, CMD.atEnd);
+  const { transition: r } = fakeStep(core, CMD.atEnd);
   assert.deepEqual([r.decision.kind, r.decision.token, r.decision.retryAfter], [1, 1n, 1n]);
   assert.throws(() => fakeStep(core, CMD.pastEnd), (err) => {
     assert.ok(err instanceof MalformedAnswerError, `${err?.name}: ${err?.message}`);
@@ -181,7 +181,7 @@ test('a module without _initialize is not initialised, and its version (0) is re
 });
 
 test('the answers fixture has what it claims', () => {
-  const ok = answers.cases.filter((c) => c.result !== null);
+  const ok = answers.cases.filter((c) => c.transition !== null);
   const refused = answers.cases.filter((c) => c.error !== null);
   const malformed = answers.cases.filter((c) => c.malformed);
   assert.ok(ok.length >= 8 && refused.length >= 18 && malformed.length >= 100, `${ok.length} ${refused.length} ${malformed.length}`);
@@ -194,9 +194,9 @@ test('decodes every answer of the fixture as the Go host does', async () => {
     const rec = record(c.record);
     const ev = event(c.event);
     const copy = structuredClone(rec);
-    if (c.result !== null) {
+    if (c.transition !== null) {
       const got = core.step(rec, ev, policy);
-      assert.deepEqual(got.result, result(c.result), `${c.name}: result`);
+      assert.deepEqual(got.transition, transition(c.transition), `${c.name}: transition`);
       assert.deepEqual(got.record, record(c.after), `${c.name}: record`);
       if (c.name.includes('the event\'s response')) assert.equal(got.record.response, ev.response, `${c.name}: the event's response is shared`);
     } else {

@@ -98,7 +98,7 @@ export interface Policy {
   keyBytesMax: Int64; requestBytesMax: Int64; responseBytesMax: Int64;
 }
 
-export interface Result {
+export interface Transition {
   decision: { kind: DecisionKind; token: bigint; retryAfter: bigint };
   write: { kind: WriteKind; expectVersion: bigint; expectToken: bigint };
 }
@@ -110,7 +110,7 @@ export interface Core {
    * for a value the host refuses, TrapError after a trap, MalformedAnswerError
    * for an answer it cannot decode; the record passed in is never modified.
    */
-  step(record: Record, event: Event, policy: Policy): { result: Result; record: SteppedRecord };
+  step(record: Record, event: Event, policy: Policy): { transition: Transition; record: SteppedRecord };
   /** Resolves when the instance is usable (after a trap, once it is replaced); rejects with a TrapError if it cannot be. */
   ready(): Promise<void>;
 }

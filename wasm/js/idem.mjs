@@ -360,7 +360,7 @@ function applyAnswer(bytes, record, event) {
     throw new IdemError(name, message);
   }
   if (status !== 0) throw new MalformedAnswerError(`status ${status}`);
-  const result = {
+  const transition = {
     decision: { kind: r.u8(), token: r.u64(), retryAfter: r.i64() },
     write: { kind: r.u8(), expectVersion: r.u64(), expectToken: r.u64() },
   };
@@ -387,7 +387,7 @@ function applyAnswer(bytes, record, event) {
   if (mask & CHANGED.completedAt) next.completedAt = r.time();
   if (mask & CHANGED.expiresAt) next.expiresAt = r.time();
   r.end();
-  return { result, record: next };
+  return { transition, record: next };
 }
 
 // wasiClass loads node:wasi, which emits an ExperimentalWarning when it is
@@ -477,7 +477,7 @@ export async function load(options = {}) {
   return {
     abiVersion: ABI_VERSION,
     /**
-     * core.Step: returns the result and the record after the event, or
+     * core.Step: returns the transition and the record after the event, or
      * throws IdemError for an event the core refuses (IdemInputError for a
      * value the host refuses). The record passed in is not modified.
      */

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { load, IdemError, AbiVersionError, ABI_VERSION, policyDefault, absentRecord } from './idem.mjs';
-import { record, event, policy, result } from './testdata/convert.mjs';
+import { record, event, policy, transition } from './testdata/convert.mjs';
 
 const fixture = JSON.parse(await readFile(new URL('./testdata/steps.json', import.meta.url), 'utf8'));
 const core = await load();
@@ -15,7 +15,7 @@ test('the fixture covers the golden scenarios and refusals', () => {
   const golden = fixture.cases.filter((c) => c.name.startsWith('golden '));
   assert.ok(golden.length >= 7, `only ${golden.length} golden cases`);
   const steps = fixture.cases.flatMap((c) => c.steps);
-  assert.ok(steps.some((s) => s.error !== null) && steps.some((s) => s.result !== null));
+  assert.ok(steps.some((s) => s.error !== null) && steps.some((s) => s.transition !== null));
 });
 
 for (const c of fixture.cases) {
@@ -36,7 +36,7 @@ for (const c of fixture.cases) {
         return;
       }
       const got = core.step(cur, ev, p);
-      assert.deepEqual(got.result, result(s.result), `${where}: result`);
+      assert.deepEqual(got.transition, transition(s.transition), `${where}: transition`);
       assert.deepEqual(got.record, record(s.record), `${where}: record`);
       cur = got.record;
     });
@@ -63,9 +63,9 @@ test('steps a new key, and leaves the caller\'s record alone', () => {
     kind: 1, now: 1_767_225_600_000_000_000n, fingerprint: new Uint8Array(32).fill(7), token: 1n,
     response: { statusCode: 0, headers: null, body: null, schemaVersion: 0 }, errorCode: '', verdict: 0,
   };
-  const { result, record: next } = core.step(rec, ev, policyDefault());
-  assert.equal(result.decision.kind, 1); // execute
-  assert.equal(result.decision.token, 1n);
+  const { transition, record: next } = core.step(rec, ev, policyDefault());
+  assert.equal(transition.decision.kind, 1); // execute
+  assert.equal(transition.decision.token, 1n);
   assert.equal(next.status, 1); // in_progress
   assert.equal(next.lockedUntil, ev.now + 300n * 1_000_000_000n);
   assert.equal(rec.status, 0);

@@ -200,10 +200,10 @@ test('an event\'s optional fields may be left out', () => {
   const t0 = 1_767_225_600_000_000_000n;
   const rec = base().record;
   const reserve = core.step(rec, { kind: 1, now: t0, fingerprint: new Uint8Array(32).fill(1), token: 5n }, p);
-  assert.equal(reserve.result.decision.kind, 1);
+  assert.equal(reserve.transition.decision.kind, 1);
   // A sweep is a kind and a time.
   const sweep = core.step(reserve.record, { kind: 7, now: t0 + 301n * NS }, p);
-  assert.equal(sweep.result.decision.kind, 17); // lease_expired
+  assert.equal(sweep.transition.decision.kind, 17); // lease_expired
   // A complete without its response is refused by the core, not the host.
   assert.throws(() => core.step(reserve.record, { kind: 2, now: t0, token: 5n }, p),
     (err) => err instanceof IdemError && err.code === 'ErrResponseInvalid');
@@ -214,7 +214,7 @@ test('an event\'s optional fields may be left out', () => {
     (err) => err instanceof IdemError && err.code === 'ErrFingerprintMissing');
   // A response's headers, body and schema version may be left out too (nil, nil, 0).
   const done = core.step(reserve.record, { kind: 2, now: t0, token: 5n, response: { statusCode: 204 } }, p);
-  assert.equal(done.result.decision.kind, 6); // completed
+  assert.equal(done.transition.decision.kind, 6); // completed
   assert.equal(done.record.response.statusCode, 204);
 });
 
@@ -224,8 +224,8 @@ test('a record soft-expired by an event without a response has the zero response
   const rec = base().record;
   const { record: inProgress } = core.step(rec, { kind: 1, now: t0, fingerprint: new Uint8Array(32).fill(1), token: 5n }, p);
   const { record: done } = core.step(inProgress, { kind: 2, now: t0, token: 5n, response: { statusCode: 200, headers: null, body: null, schemaVersion: 1 } }, p);
-  const { result, record: expired } = core.step(done, { kind: 7, now: t0 + 25n * 3600n * NS }, p);
-  assert.equal(result.decision.kind, 18); // expired
+  const { transition, record: expired } = core.step(done, { kind: 7, now: t0 + 25n * 3600n * NS }, p);
+  assert.equal(transition.decision.kind, 18); // expired
   assert.equal(expired.status, 5);
   assert.deepEqual(expired.response, { statusCode: 0, headers: null, body: null, schemaVersion: 0 });
 });
@@ -235,7 +235,7 @@ test('a refused input leaves the host usable and the record alone', () => {
   const copy = structuredClone(record);
   assert.throws(() => core.step(record, { ...event, verdict: 300 }, policy), IdemInputError ?? Error);
   assert.deepEqual(record, copy);
-  assert.equal(core.step(record, event, policy).result.decision.kind, 1);
+  assert.equal(core.step(record, event, policy).transition.decision.kind, 1);
 });
 
 test('strings reach the core as their UTF-8 bytes', () => {
@@ -253,7 +253,7 @@ test('strings reach the core as their UTF-8 bytes', () => {
   const small = { ...p, responseBytesMax: 16 };
   const inProgress = core.step(record, event, small).record;
   const complete = (value) => core.step(inProgress, { kind: 2, now: event.now, token: 1n, response: { statusCode: 200, headers: [{ name: 'X', value }] } }, small);
-  assert.equal(complete('é'.repeat(7) + 'x').result.decision.kind, 6); // 1 + 15 bytes
+  assert.equal(complete('é'.repeat(7) + 'x').transition.decision.kind, 6); // 1 + 15 bytes
   assert.throws(() => complete('é'.repeat(8)), (err) => err instanceof IdemError && err.code === 'ErrResponseTooLarge' && /17 bytes/.test(err.message));
   assert.throws(() => complete('😀'.repeat(4)), (err) => err instanceof IdemError && /17 bytes/.test(err.message));
 });

@@ -30,12 +30,12 @@ const (
 
 // Answer status, the first byte of an answer.
 const (
-	AnswerOK      = 0 // a Result and the record's changes follow
-	AnswerRefused = 1 // Step returned an error: its code and message follow
+	AnswerOK      = 0 // a Transition and the record's changes follow
+	AnswerRefused = 1 // Step returned an error: its sentinel index and message follow
 )
 
-// Error codes: the index of the core sentinel an error wraps. The order is
-// part of the ABI (append only).
+// Sentinel indexes: the index of the core sentinel an error wraps. The
+// order is part of the ABI (append only).
 var Sentinels = []error{
 	core.ErrInvalidScope, core.ErrInvalidKey, core.ErrFingerprintLength, core.ErrFingerprintMissing,
 	core.ErrTimeMissing, core.ErrTokenMissing, core.ErrTokenNotFresh, core.ErrResponseInvalid,
@@ -44,13 +44,13 @@ var Sentinels = []error{
 }
 
 const (
-	// CodeMalformedRequest: the guest could not decode the request (a host bug).
-	CodeMalformedRequest = 254
-	// CodeUnidentified: Step returned an error that wraps none of Sentinels.
-	CodeUnidentified = 255
+	// SentinelMalformedRequest: the guest could not decode the request (a host bug).
+	SentinelMalformedRequest = 254
+	// SentinelUnidentified: Step returned an error that wraps none of Sentinels.
+	SentinelUnidentified = 255
 )
 
-// ErrMalformedRequest is the sentinel of CodeMalformedRequest.
+// ErrMalformedRequest is the sentinel of SentinelMalformedRequest.
 var ErrMalformedRequest = errors.New("idem/wasm: the guest could not decode the request")
 
 // ErrMalformedAnswer: the host could not decode the guest's answer.
@@ -61,32 +61,32 @@ var ErrMalformedAnswer = errors.New("idem/wasm: malformed answer from the guest"
 // sentinel it wrapped there, so errors.Is and core.Refused answer as they
 // would for the native error.
 type RefusedError struct {
-	Sentinel error // nil for CodeUnidentified
+	Sentinel error // nil for SentinelUnidentified
 	Message  string
 }
 
 func (e *RefusedError) Error() string { return e.Message }
 func (e *RefusedError) Unwrap() error { return e.Sentinel }
 
-// CodeOf is the error code of err: the index of the first sentinel it wraps.
-func CodeOf(err error) uint8 {
+// SentinelOf is the sentinel index of err: the index of the first sentinel it wraps.
+func SentinelOf(err error) uint8 {
 	for i, s := range Sentinels {
 		if errors.Is(err, s) {
 			return uint8(i)
 		}
 	}
 	if errors.Is(err, ErrMalformedRequest) {
-		return CodeMalformedRequest
+		return SentinelMalformedRequest
 	}
-	return CodeUnidentified
+	return SentinelUnidentified
 }
 
-// ErrorOf rebuilds the error of code and message.
-func ErrorOf(code uint8, message string) error {
+// ErrorOf rebuilds the error of a sentinel index and message.
+func ErrorOf(sentinel uint8, message string) error {
 	switch {
-	case int(code) < len(Sentinels):
-		return &RefusedError{Sentinel: Sentinels[code], Message: message}
-	case code == CodeMalformedRequest:
+	case int(sentinel) < len(Sentinels):
+		return &RefusedError{Sentinel: Sentinels[sentinel], Message: message}
+	case sentinel == SentinelMalformedRequest:
 		return &RefusedError{Sentinel: ErrMalformedRequest, Message: message}
 	}
 	return &RefusedError{Message: message}

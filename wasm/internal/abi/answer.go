@@ -10,14 +10,14 @@ import (
 )
 
 // AppendRefused appends the answer for an error of Step: AnswerRefused, the
-// error's code (CodeOf) and its message.
+// error's sentinel index (SentinelOf) and its message.
 func AppendRefused(dst []byte, err error) []byte {
-	dst = append(dst, AnswerRefused, CodeOf(err))
+	dst = append(dst, AnswerRefused, SentinelOf(err))
 	return appendString(dst, err.Error())
 }
 
 // AppendOK appends the answer for a step that succeeded: AnswerOK, the
-// Result, and the fields of after that differ from before (the record as
+// Transition, and the fields of after that differ from before (the record as
 // decoded), see the Changed bits. ev is the event Step was given: a response
 // that Step took from it is sent as ResponseFromEvent, not as bytes.
 func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *core.Event) []byte {
@@ -48,7 +48,7 @@ func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *
 	if !sameResponse(&after.Response, &before.Response) {
 		mask |= ChangedResponse
 	}
-	if !sameString(after.LastErrorCode, before.LastErrorCode) {
+	if !sameString(string(after.LastErrorCode), string(before.LastErrorCode)) {
 		mask |= ChangedLastErrorCode
 	}
 	if !unchangedTime(after.LockedUntil, before.LockedUntil) {
@@ -97,7 +97,7 @@ func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *
 		}
 	}
 	if mask&ChangedLastErrorCode != 0 {
-		dst = appendString(dst, after.LastErrorCode)
+		dst = appendString(dst, string(after.LastErrorCode))
 	}
 	if mask&ChangedLockedUntil != 0 {
 		dst = appendAnswerTime(dst, after.LockedUntil)
@@ -163,7 +163,7 @@ func appendAnswerTime(dst []byte, t time.Time) []byte {
 }
 
 // ApplyAnswer decodes an answer of the guest to Step(rec, ev, p): it returns
-// the Result and changes rec as the native Step would have, or returns the
+// the Transition and changes rec as the native Step would have, or returns the
 // rebuilt error and leaves rec alone. b is only read during the call: every
 // string and slice kept is copied (or, for a response taken from the event,
 // shared with ev as natively).
@@ -171,12 +171,12 @@ func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Transition, e
 	r := reader{b: b}
 	switch r.u8() {
 	case AnswerRefused:
-		code := r.u8()
+		sentinel := r.u8()
 		msg := r.str()
 		if r.err != nil || r.off != len(b) {
 			return core.Transition{}, malformed(r.err)
 		}
-		return core.Transition{}, ErrorOf(code, strings.Clone(msg))
+		return core.Transition{}, ErrorOf(sentinel, strings.Clone(msg))
 	case AnswerOK:
 	default:
 		return core.Transition{}, malformed(errors.New("unknown answer status"))
@@ -225,7 +225,7 @@ func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Transition, e
 		}
 	}
 	if mask&ChangedLastErrorCode != 0 {
-		next.LastErrorCode = r.strCopy()
+		next.LastErrorCode = core.ErrorCode(r.strCopy())
 	}
 	loc := ev.Now.Location()
 	if mask&ChangedLockedUntil != 0 {

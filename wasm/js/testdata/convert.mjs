@@ -38,7 +38,7 @@ export function policy(p) {
   };
 }
 
-export function result(r) {
+export function transition(r) {
   return {
     decision: { kind: r.decisionKind, token: big(r.decisionToken), retryAfter: big(r.retryAfter) },
     write: { kind: r.writeKind, expectVersion: big(r.expectVersion), expectToken: big(r.expectToken) },
