@@ -246,7 +246,7 @@ var ErrUnprotected = errors.New("idemhttp: the request is not running as a prote
 
 // Causes used when the handler gives none.
 var (
-	errNotExecuted   = errors.New("the handler reported that it did not execute")
+	errNotExecuted    = errors.New("the handler reported that it did not execute")
 	errOutcomeUnknown = errors.New("the handler reported that its outcome is unknown")
 )
 

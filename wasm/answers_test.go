@@ -37,13 +37,13 @@ type (
 		Cases            []answerFixtureCase `json:"cases"`
 	}
 	answerFixtureCase struct {
-		Name      string         `json:"name"`
-		Record    fixtureRecord  `json:"record"` // its response body is the answer
-		Event     fixtureEvent   `json:"event"`
-		Transition    *fixtureTransition `json:"transition"`
-		Error     *fixtureError  `json:"error"`
-		Malformed bool           `json:"malformed"`
-		After     *fixtureRecord `json:"after"` // nil for an error: the record is unchanged
+		Name       string             `json:"name"`
+		Record     fixtureRecord      `json:"record"` // its response body is the answer
+		Event      fixtureEvent       `json:"event"`
+		Transition *fixtureTransition `json:"transition"`
+		Error      *fixtureError      `json:"error"`
+		Malformed  bool               `json:"malformed"`
+		After      *fixtureRecord     `json:"after"` // nil for an error: the record is unchanged
 	}
 )
 

@@ -120,9 +120,9 @@ func BenchmarkStepJSON(b *testing.B) {
 		out, _ := inst.mem.Read(uint32(inst.stack[0]>>32), uint32(inst.stack[0]))
 		var ans struct {
 			Transition core.Transition
-			Record core.Record
-			Code   uint8
-			Error  string
+			Record     core.Record
+			Code       uint8
+			Error      string
 		}
 		if err := json.Unmarshal(out, &ans); err != nil || ans.Transition.Decision.Kind != s.want {
 			b.Fatal(err, ans.Error)

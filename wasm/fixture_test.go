@@ -74,10 +74,10 @@ type (
 		Steps  []fixtureStep `json:"steps"`
 	}
 	fixtureStep struct {
-		Event  fixtureEvent   `json:"event"`
+		Event      fixtureEvent       `json:"event"`
 		Transition *fixtureTransition `json:"transition"`
-		Error  *fixtureError  `json:"error"`
-		Record fixtureRecord  `json:"record"`
+		Error      *fixtureError      `json:"error"`
+		Record     fixtureRecord      `json:"record"`
 	}
 	fixturePolicy struct {
 		LeaseDuration        string `json:"leaseDuration"`

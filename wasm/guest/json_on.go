@@ -23,9 +23,9 @@ type jsonRequest struct {
 
 type jsonAnswer struct {
 	Transition core.Transition
-	Record core.Record
-	Code   uint8
-	Error  string
+	Record     core.Record
+	Code       uint8
+	Error      string
 }
 
 func init() { stepImpl = stepJSON }
