@@ -22,11 +22,14 @@ sim-long:
 	$(GO) build -o bin/simrun ./cmd/simrun
 	bash -c 'time ./bin/simrun -seeds 10000 -requests 1000 -lincheck=false'
 
-## test: vet, then every test with the race detector (under 5 minutes here),
-## then the allocation tests, which only mean something without it;
+## test: go.mod tidy, vet and staticcheck (pinned in tools/go.mod), then
+## every test with the race detector (under 5 minutes here), then the
+## allocation tests, which only mean something without it;
 ## the fingerprint comparison module checks our bytes against gowebpki/jcs
 test:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	$(GO) tool -modfile=tools/go.mod staticcheck ./...
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run 'Allocs$$' ./fingerprint/ . # allocation counts: built without -race only
 	cd fingerprint/internal/jcsbench && $(GO) vet ./... && $(GO) test ./...

@@ -34,14 +34,14 @@
 //
 // A completed (or failed_retryable) record binds its key for the policy's
 // TTL after its outcome, at most 72 h. After that the key starts a new
-// life: a retry, even with the same payload, executes again, and one with
+// incarnation: a retry, even with the same payload, executes again, and one with
 // another payload is no longer ErrKeyMisuse. With soft expiry (the
 // default) the sweeper keeps a tombstone (scope, fingerprint, token and
 // times; the response is dropped at expiry, so an expired key's outcome
 // can no longer be replayed) until the policy's TombstoneRetention, then
 // prunes it; with hard expiry the record is deleted at once. Either way the
-// new life gets a fencing token never used before for that scope, so no
-// owner of the old life can write over it. Keys in progress or unknown
+// new incarnation gets a fencing token never used before for that scope, so
+// no owner of the old one can write over it. Keys in progress or unknown
 // never expire. Pick a TTL longer than any client retries.
 //
 // # Errors

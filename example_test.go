@@ -33,3 +33,17 @@ func ExampleExecutor_Do() {
 	// executed 201 {"paymentId":"p-1"}
 	// replayed 201 {"paymentId":"p-1"}
 }
+
+// ExampleExecutor_Reconciler: an application sets its policy's choices and
+// answers the reconciler's Check with the names of package idem alone.
+func ExampleExecutor_Reconciler() {
+	p := idem.PolicyDefault()
+	p.InFlightAnswer, p.Fail = idem.InFlightAccepted, idem.FailKeep
+	ex, _ := idem.New(memstore.New(memstore.Options{}), idem.WithPolicy(p))
+	r, err := ex.Reconciler(func(ctx context.Context, rec idem.Record) (idem.Finding, error) {
+		// Ask the payment gateway about rec.Token here.
+		return idem.Finding{Verdict: idem.VerdictNotExecuted}, nil
+	})
+	fmt.Println(r != nil, err, p.InFlightAnswer, idem.VerdictStillUnknown)
+	// Output: true <nil> accepted still_unknown
+}

@@ -15,8 +15,8 @@ import (
 
 // Finding is what a reconciliation check learned about an unknown attempt.
 type Finding struct {
-	Verdict  core.Verdict // executed, not executed, or still unknown
-	Response Response     // the outcome to store, when executed
+	Verdict  Verdict  // executed, not executed, or still unknown
+	Response Response // the outcome to store, when executed
 }
 
 // Check looks downstream (the payment gateway's ledger, say) for the truth

@@ -74,7 +74,7 @@ type WriteKind uint8
 
 const (
 	WriteNone   WriteKind = iota // nothing changed
-	WriteInsert                  // insert Next; fails if a record exists for the scope
+	WriteInsert                  // insert the record Step left; fails if a record exists for the scope
 	WriteUpdate                  // replace the record if it still has ExpectVersion and ExpectToken
 	WriteDelete                  // delete the record if it still has ExpectVersion and ExpectToken
 	writeCount

@@ -25,6 +25,10 @@
 //     Heartbeats extend it. An expired lease never leads to re-execution: the
 //     record becomes unknown.
 //   - record: what the store keeps for a scope (Record). Absent is a status.
+//   - incarnation: one life of a key's record, from the reserve that
+//     creates it (CreatedAt) to its expiry, prune or deletion; the next
+//     reserve starts another, with a fresh token. What binds (at most one
+//     execution, one outcome replayed) is per incarnation.
 //   - version: a counter bumped by every write of a record; with the token it
 //     is the precondition of a conditional write (Write).
 //   - outcome: the response of an attempt that executed, 4xx business
@@ -39,9 +43,18 @@
 //     its response dropped; pruned by a sweep after the policy's
 //     TombstoneRetention.
 //   - error code: why a record is failed_retryable or unknown
-//     (Record.LastErrorCode), carried by Fail, MarkUnknown and a still-unknown
-//     Resolve: up to ErrorCodeBytesMax bytes of RFC 9110 token characters
-//     (ValidateErrorCode), so that every store keeps it byte for byte.
+//     (ErrorCode, in Record.LastErrorCode), carried by Fail, MarkUnknown and
+//     a still-unknown Resolve: up to ErrorCodeBytesMax bytes of RFC 9110
+//     token characters (ValidateErrorCode), so that every store keeps it
+//     byte for byte. Not a code of idem.Error (idem.Code), which names how
+//     the executor answered.
+//   - refused: the core's answer to input it does not take (Refused: one of
+//     its errors, nothing changed); a store refuses too, for good
+//     (store.ErrRefused), which is another set: store.BadInput is the
+//     caller's input the core refused.
+//   - max: a ceiling (KeyBytesMax, Policy.KeyBytesMax, TTLMax). A package
+//     ceiling and a policy's field of the same name: the field may narrow
+//     the package's, never widen it.
 //   - policy: the lifecycle's tunables (Policy), and nothing else.
 //   - decision: what Step tells its caller to do (Decision).
 //   - transition: what one Step returns: its decision and the write that

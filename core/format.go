@@ -1,9 +1,6 @@
 package core
 
-import (
-	"strconv"
-	"time"
-)
+import "strconv"
 
 // The core formats its own error messages and names instead of using fmt:
 // fmt brings reflection with it, and costs the wasm build of the core half
@@ -96,8 +93,6 @@ func appendArg(b []byte, verb byte, width int, arg any) []byte {
 		return append(b, v.String()...)
 	case int:
 		return strconv.AppendInt(b, int64(v), 10)
-	case time.Duration:
-		return append(b, v.String()...)
 	}
 	if n, ok := unsigned(arg); ok {
 		return strconv.AppendUint(b, n, 10)

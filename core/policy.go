@@ -79,7 +79,7 @@ type Policy struct {
 	Expiry         ExpiryMode
 	Fail           FailMode
 	// ReconcileBackoffBase and ReconcileBackoffMax bound the wait between two
-	// reconciler looks at an unknown record: base * 2^attempts, at most cap.
+	// reconciler looks at an unknown record: base * 2^attempts, at most max.
 	ReconcileBackoffBase time.Duration
 	ReconcileBackoffMax  time.Duration
 	// ReconcileAttemptsMax is how many "still unknown" answers the reconciler

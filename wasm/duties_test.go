@@ -155,11 +155,11 @@ func TestAnswerOutsideMemory(t *testing.T) {
 // ErrMalformedAnswer, leaves the record alone, and keeps the instance.
 func TestAnswerAtEndOfMemory(t *testing.T) {
 	h := fakeHost(t, fakeGuest())
-	res, rec, err := fakeStep(h, fakeAtEnd, "k")
+	res, _, err := fakeStep(h, fakeAtEnd, "k")
 	if err != nil || stateOf(res) != (fakeState{steps: 1, inputs: 1, addr: 1024, size: requestSize("k")}) {
 		t.Fatalf("an answer at the end of the memory: %+v, %v", res, err)
 	}
-	res, rec, err = fakeStep(h, fakePastEnd, "k")
+	res, rec, err := fakeStep(h, fakePastEnd, "k")
 	if !errors.Is(err, ErrMalformedAnswer) || errors.Is(err, ErrTrap) || core.Refused(err) {
 		t.Fatalf("an answer one byte past the end of the memory: %+v, %v, want ErrMalformedAnswer", res, err)
 	}

@@ -30,7 +30,7 @@ func (r *row) survivedAll() bool {
 }
 
 // areaTotal is one area's mutants and its own tests' kills.
-type areaTotal struct{ real, ownKilled, ownRan int }
+type areaTotal struct{ real, ownKilled int }
 
 // met reports whether the area's own tests reach the target.
 func (a areaTotal) met() bool { return float64(a.ownKilled) >= ownTarget*float64(a.real) }
