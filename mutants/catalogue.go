@@ -9,7 +9,10 @@
 // working tree, runs every test layer that reaches it and prints the kill
 // matrix. MUTANTS.md holds the last run.
 //
-// Nothing here runs in `go test ./...`: the package has no tests.
+// The mutants run only in `make mutants`; `go test ./...` checks that each
+// still applies (mutants/cmd/mutate's TestCatalogueApplies): its snippet
+// occurs exactly once in its file, so that code moving without its mutant
+// fails the tests.
 package mutants
 
 import "slices"

@@ -62,7 +62,52 @@ type options struct {
 	skip [layerCount]bool // layers left out (-layers): their cells read "-"
 }
 
+// run is the command: parse the flags, pick the mutants, then list them,
+// check them or run the matrix. Its answer is the exit status: 2 for a
+// usage or catalogue error, 1 for a mutant that does not build.
 func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		if err != flag.ErrHelp && !errors.Is(err, errParse) {
+			fmt.Fprintf(stderr, "mutate: %v\n", err)
+		}
+		return 2
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintf(stderr, "mutate: %v\n", err)
+		return 2
+	}
+	ms, err := pickMutants(o.only)
+	if err != nil {
+		fmt.Fprintf(stderr, "mutate: %v\n", err)
+		return 2
+	}
+	if o.list {
+		listMutants(stdout, ms)
+		return 0
+	}
+	if !applies(root, ms, stderr) {
+		return 2
+	}
+	tmp, err := os.MkdirTemp("", "idem-mutants-")
+	if err != nil {
+		fmt.Fprintf(stderr, "mutate: %v\n", err)
+		return 2
+	}
+	defer os.RemoveAll(tmp)
+	r := &runner{root: root, tmp: tmp, o: o, log: stderr}
+	if o.check {
+		return r.check(ms, stdout)
+	}
+	return r.matrix(ms, stdout)
+}
+
+// errParse is a flag error the flag package has already printed.
+var errParse = errors.New("bad flags")
+
+// parseOptions reads the flags.
+func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	var o options
 	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -81,22 +126,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.liveTimeout, "live-timeout", time.Minute, "timeout of each -live run")
 	layersFlag := fs.String("layers", strings.Join(layerNames[:], ","), "the layers to run, a comma list of "+strings.Join(layerNames[:], ", ")+"; the others' cells read -")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		if err == flag.ErrHelp {
+			return nil, err
+		}
+		return nil, errParse
 	}
 	if err := o.pickLayers(*layersFlag); err != nil {
-		fmt.Fprintf(stderr, "mutate: -layers: %v\n", err)
-		return 2
+		return nil, fmt.Errorf("-layers: %v", err)
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		fmt.Fprintf(stderr, "mutate: %v\n", err)
-		return 2
+	if o.liveRuns < 1 || o.liveSeeds < 1 {
+		return nil, fmt.Errorf("-live-runs %d, -live-seeds %d: want at least 1", o.liveRuns, o.liveSeeds)
 	}
+	return &o, nil
+}
+
+// pickMutants is the catalogue's mutants whose ID matches only (all when
+// only is empty), each ID listed once.
+func pickMutants(only string) ([]*mutants.Mutant, error) {
 	var pick *regexp.Regexp
-	if o.only != "" {
-		if pick, err = regexp.Compile(o.only); err != nil {
-			fmt.Fprintf(stderr, "mutate: -run: %v\n", err)
-			return 2
+	if only != "" {
+		var err error
+		if pick, err = regexp.Compile(only); err != nil {
+			return nil, fmt.Errorf("-run: %v", err)
 		}
 	}
 	var ms []*mutants.Mutant
@@ -104,92 +155,86 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for i := range mutants.Catalogue {
 		m := &mutants.Catalogue[i]
 		if ids[m.ID] {
-			fmt.Fprintf(stderr, "mutate: mutant %s listed twice\n", m.ID)
-			return 2
+			return nil, fmt.Errorf("mutant %s listed twice", m.ID)
 		}
 		ids[m.ID] = true
 		if pick == nil || pick.MatchString(m.ID) {
 			ms = append(ms, m)
 		}
 	}
-	if o.list {
-		for _, m := range ms {
-			eq := ""
-			if m.Equivalent != "" {
-				eq = " [equivalent: " + m.Equivalent + "]"
-			}
-			fmt.Fprintf(stdout, "%-40s %-28s %s%s\n", m.ID, m.File, m.Desc, eq)
+	return ms, nil
+}
+
+// listMutants prints ms, one per line (-list).
+func listMutants(w io.Writer, ms []*mutants.Mutant) {
+	for _, m := range ms {
+		eq := ""
+		if m.Equivalent != "" {
+			eq = " [equivalent: " + m.Equivalent + "]"
 		}
-		return 0
+		fmt.Fprintf(w, "%-40s %-28s %s%s\n", m.ID, m.File, m.Desc, eq)
 	}
-	bad := 0
+}
+
+// applies reports whether every mutant of ms applies (its snippet occurs
+// once in its file) and lies in an area, saying why not for each.
+func applies(root string, ms []*mutants.Mutant, stderr io.Writer) bool {
+	ok := true
 	for _, m := range ms {
 		if _, err := mutate(root, m); err != nil {
 			fmt.Fprintf(stderr, "mutate: %v\n", err)
-			bad++
+			ok = false
 		} else if areaOf(m.File) == nil {
 			fmt.Fprintf(stderr, "mutate: %s: %s is in no area (areas.go)\n", m.ID, m.File)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// check builds and vets every mutant of ms (-check).
+func (r *runner) check(ms []*mutants.Mutant, stdout io.Writer) int {
+	bad := 0
+	for _, m := range ms {
+		overlay, err := r.overlay(m)
+		if err == nil {
+			err = r.vet(m, overlay)
+		}
+		if err != nil {
+			fmt.Fprintf(r.log, "mutate: %v\n", err)
 			bad++
 		}
 	}
 	if bad > 0 {
 		return 2
 	}
-	tmp, err := os.MkdirTemp("", "idem-mutants-")
-	if err != nil {
-		fmt.Fprintf(stderr, "mutate: %v\n", err)
-		return 2
-	}
-	defer os.RemoveAll(tmp)
-	r := &runner{root: root, tmp: tmp, o: &o, log: stderr}
-	if o.check {
-		for _, m := range ms {
-			overlay, err := r.overlay(m)
-			if err == nil {
-				err = r.vet(m, overlay)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "mutate: %v\n", err)
-				bad++
-			}
-		}
-		if bad > 0 {
-			return 2
-		}
-		fmt.Fprintf(stdout, "%d mutants apply, build and vet\n", len(ms))
-		return 0
-	}
+	fmt.Fprintf(stdout, "%d mutants apply, build and vet\n", len(ms))
+	return 0
+}
+
+// matrix runs every layer on the unmutated code (unless -no-baseline), then
+// on each mutant of ms, and prints the kill matrix.
+func (r *runner) matrix(ms []*mutants.Mutant, stdout io.Writer) int {
 	start := time.Now()
-	if o.liveRuns < 1 || o.liveSeeds < 1 {
-		fmt.Fprintf(stderr, "mutate: -live-runs %d, -live-seeds %d: want at least 1\n", o.liveRuns, o.liveSeeds)
+	fmt.Fprintf(r.log, "mutate: %d mutants; %s\n", len(ms), r.o.describe())
+	if !r.o.noBaseline && !r.baselinePasses() {
 		return 2
-	}
-	fmt.Fprintf(stderr, "mutate: %d mutants; %s\n", len(ms), o.describe())
-	if !o.noBaseline {
-		base := r.layers(nil, "", "baseline")
-		for l, c := range base.cells {
-			if c.killed() || c.mark == "B" {
-				fmt.Fprintf(stderr, "mutate: the unmutated code fails the %s layer (%s): fix that first\n", layerNames[l], c)
-				return 2
-			}
-		}
-		fmt.Fprintf(stderr, "mutate: baseline passes every layer (%v)\n", base.took.Round(time.Second))
 	}
 	var rows []*row
 	for i, m := range ms {
 		rw := r.mutant(m)
 		rows = append(rows, rw)
 		c := rw.cells
-		fmt.Fprintf(stderr, "mutate: [%d/%d] %-40s %-16s %-6s %-12s %-20s %-20s %-20s %v\n", i+1, len(ms), m.ID,
+		fmt.Fprintf(r.log, "mutate: [%d/%d] %-40s %-16s %-6s %-12s %-20s %-20s %-20s %v\n", i+1, len(ms), m.ID,
 			c[0], c[1], c[2], c[3], c[4], c[5], rw.took.Round(time.Second))
 	}
 	elapsed := time.Since(start)
-	writeText(stdout, rows, &o, elapsed)
-	if o.md != "" {
+	writeText(stdout, rows, r.o, elapsed)
+	if r.o.md != "" {
 		var b bytes.Buffer
-		writeMarkdown(&b, rows, &o, elapsed)
-		if err := os.WriteFile(o.md, b.Bytes(), 0o644); err != nil {
-			fmt.Fprintf(stderr, "mutate: %v\n", err)
+		writeMarkdown(&b, rows, r.o, elapsed)
+		if err := os.WriteFile(r.o.md, b.Bytes(), 0o644); err != nil {
+			fmt.Fprintf(r.log, "mutate: %v\n", err)
 			return 2
 		}
 	}
@@ -199,6 +244,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// baselinePasses runs every layer on the unmutated code: a layer that fails
+// there would kill every mutant and prove nothing.
+func (r *runner) baselinePasses() bool {
+	base := r.layers(nil, "", "baseline")
+	for l, c := range base.cells {
+		if c.killed() || c.mark == "B" {
+			fmt.Fprintf(r.log, "mutate: the unmutated code fails the %s layer (%s): fix that first\n", layerNames[l], c)
+			return false
+		}
+	}
+	fmt.Fprintf(r.log, "mutate: baseline passes every layer (%v)\n", base.took.Round(time.Second))
+	return true
 }
 
 // moduleRoot is the directory of the main module's go.mod.
