@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/scenario"
 	"github.com/idemkit/idem/wasm/internal/abi"
 )
 
@@ -74,7 +75,7 @@ func answerCases() []answerCase {
 	ev := core.Event{Kind: core.EventComplete, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, answerZone), Token: 1, Response: evResp}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	before := core.Record{
-		Scope: goldenScope, Status: core.StatusInProgress, Fingerprint: core.Fingerprint{1}, Token: 1, Version: 1,
+		Scope: scenario.Scope, Status: core.StatusInProgress, Fingerprint: core.Fingerprint{1}, Token: 1, Version: 1,
 		Response: core.Response{StatusCode: 200, Body: []byte("old")}, LastErrorCode: "x",
 		LockedUntil: t0, ReconcileAfter: t0, ReconcileAttempts: 1, CreatedAt: t0, CompletedAt: t0, ExpiresAt: t0,
 	}

@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/scenario"
 )
 
 // closeTestStep is a Reserve on an absent record: a step that succeeds, so
 // that an error from it can only come from the host.
 func closeTestStep(h *Host) (core.Transition, error) {
 	p := core.PolicyDefault()
-	rec := core.Record{Scope: goldenScope}
-	ev := core.Event{Kind: core.EventReserve, Now: goldenT0, Token: 1, Fingerprint: core.Fingerprint{1}}
+	rec := core.Record{Scope: scenario.Scope}
+	ev := core.Event{Kind: core.EventReserve, Now: scenario.T0, Token: 1, Fingerprint: core.Fingerprint{1}}
 	return h.Step(&rec, &ev, &p)
 }
 

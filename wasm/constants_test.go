@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/scenario"
 	"github.com/idemkit/idem/wasm/internal/abi"
 )
 
@@ -58,7 +59,7 @@ func buildConstants() constantsFixture {
 		ABIVersion:    abi.Version,
 		ErrorCodes:    sentinelNames,
 		PolicyDefault: fxPolicy(core.PolicyDefault()),
-		AbsentRecord:  fxRecord(core.Record{Scope: goldenScope}),
+		AbsentRecord:  fxRecord(core.Record{Scope: scenario.Scope}),
 		Enums: map[string]map[string]int{
 			"Status":         enumValues(func(i uint8) string { return core.Status(i).String() }),
 			"EventKind":      enumValues(func(i uint8) string { return core.EventKind(i).String() }),

@@ -64,54 +64,6 @@ func TestDifferential(t *testing.T) {
 	})
 }
 
-// TestGoldenThroughWasm replays core/testdata through the wasm core: every
-// step must print what the scenario expects, and match the native step.
-func TestGoldenThroughWasm(t *testing.T) {
-	h := testHost(t)
-	scenarios, err := readGoldenScenarios()
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := 0
-	for _, s := range scenarios {
-		t.Run(s.File, func(t *testing.T) {
-			p := core.PolicyDefault()
-			cur := core.Record{Scope: goldenScope}
-			for _, cmd := range s.Commands {
-				switch {
-				case cmd.Policy != nil:
-					p = *cmd.Policy
-				case cmd.Event != nil:
-					start := cur
-					if cmd.Scope != nil {
-						start = core.Record{Scope: *cmd.Scope}
-					}
-					next, d := compareStep(core.Step, h.Step, &start, cmd.Event, &p)
-					if d != "" {
-						t.Fatalf("%s:%d %q: wasm differs from native:\n%s", cmd.File, cmd.LineNo, cmd.Line, d)
-					}
-					rec := start
-					res, err := h.Step(&rec, cmd.Event, &p)
-					if got := describeStep(&cmd, res, &rec, err); got != cmd.Expected {
-						t.Fatalf("%s:%d %q through wasm:\n got: %s\nwant: %s", cmd.File, cmd.LineNo, cmd.Line, got, cmd.Expected)
-					}
-					if cmd.Scope == nil {
-						cur = next
-					}
-					steps++
-				default: // record
-					if got := cur.Describe(); got != cmd.Expected {
-						t.Fatalf("%s:%d: record %s, want %s", cmd.File, cmd.LineNo, got, cmd.Expected)
-					}
-				}
-			}
-		})
-	}
-	if steps < 40 {
-		t.Fatalf("only %d golden steps replayed: is the scenario reader broken?", steps)
-	}
-}
-
 // TestConcurrentSteps steps from many goroutines at once through one Host:
 // each gets an instance of its own from the pool (run with -race).
 func TestConcurrentSteps(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/scenario"
 	"github.com/idemkit/idem/wasm/internal/abi"
 	"github.com/idemkit/idem/wasm/internal/stamp"
 )
@@ -107,13 +108,13 @@ func TestABIVersionMismatch(t *testing.T) {
 func TestRefusedErrorIdentity(t *testing.T) {
 	h := testHost(t)
 	p := core.PolicyDefault()
-	rec := core.Record{Scope: goldenScope}
-	ev := core.Event{Kind: core.EventReserve, Now: goldenT0, Token: 1, Fingerprint: core.Fingerprint{1}}
+	rec := core.Record{Scope: scenario.Scope}
+	ev := core.Event{Kind: core.EventReserve, Now: scenario.T0, Token: 1, Fingerprint: core.Fingerprint{1}}
 	if _, err := h.Step(&rec, &ev, &p); err != nil {
 		t.Fatal(err)
 	}
 	before := rec
-	bad := core.Event{Kind: core.EventComplete, Now: goldenT0, Token: 1, Response: core.Response{StatusCode: 204, Body: []byte("x")}}
+	bad := core.Event{Kind: core.EventComplete, Now: scenario.T0, Token: 1, Response: core.Response{StatusCode: 204, Body: []byte("x")}}
 	_, errW := h.Step(&rec, &bad, &p)
 	nativeRec := before
 	_, errN := core.Step(&nativeRec, &bad, &p)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/internal/scenario"
 )
 
 var (
@@ -86,8 +87,8 @@ func TestDifferentialCatchesPerturbation(t *testing.T) {
 func TestTrapReplacesInstance(t *testing.T) {
 	h := testPerturbedHost(t)
 	p := core.PolicyDefault()
-	rec := core.Record{Scope: goldenScope}
-	trap := core.Event{Kind: 200, Now: goldenT0}
+	rec := core.Record{Scope: scenario.Scope}
+	trap := core.Event{Kind: 200, Now: scenario.T0}
 	_, err := h.Step(&rec, &trap, &p)
 	if !errors.Is(err, ErrTrap) {
 		t.Fatalf("Step(kind 200) on the perturbed guest = %v, want ErrTrap", err)
@@ -95,12 +96,12 @@ func TestTrapReplacesInstance(t *testing.T) {
 	if core.Refused(err) {
 		t.Fatal("a trap must not look like a refused event")
 	}
-	if !reflectDeepEqualRecord(rec, core.Record{Scope: goldenScope}) {
+	if !reflectDeepEqualRecord(rec, core.Record{Scope: scenario.Scope}) {
 		t.Fatalf("a trap changed the record: %s", rec.Describe())
 	}
 	for i := 0; i < 3; i++ { // more than one: the pool must not hand back the dead instance
-		ev := core.Event{Kind: core.EventReserve, Now: goldenT0, Token: 1, Fingerprint: core.Fingerprint{1}}
-		r := core.Record{Scope: goldenScope}
+		ev := core.Event{Kind: core.EventReserve, Now: scenario.T0, Token: 1, Fingerprint: core.Fingerprint{1}}
+		r := core.Record{Scope: scenario.Scope}
 		res, err := h.Step(&r, &ev, &p)
 		if err != nil || res.Decision.Kind != core.DecisionExecute {
 			t.Fatalf("step %d after the trap: %v, %v", i, res, err)

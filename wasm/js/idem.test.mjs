@@ -1,4 +1,4 @@
-// node --test: replays testdata/steps.json (the core's golden scenarios, the
+// node --test: replays testdata/steps.json (the core's Step scenarios, the
 // cases at the edges of the ABI's ranges and rapid cases, with the native Go
 // core's answers, written by
 // go test ./wasm/ -run TestNodeFixtureFresh -update-fixture) through this host.
@@ -11,9 +11,9 @@ import { record, event, policy, transition } from './testdata/convert.mjs';
 const fixture = JSON.parse(await readFile(new URL('./testdata/steps.json', import.meta.url), 'utf8'));
 const core = await load();
 
-test('the fixture covers the golden scenarios and refusals', () => {
-  const golden = fixture.cases.filter((c) => c.name.startsWith('golden '));
-  assert.ok(golden.length >= 7, `only ${golden.length} golden cases`);
+test('the fixture covers the Step scenarios and refusals', () => {
+  const scenarios = fixture.cases.filter((c) => c.name.startsWith('scenario '));
+  assert.ok(scenarios.length >= 7, `only ${scenarios.length} scenario cases`);
   const steps = fixture.cases.flatMap((c) => c.steps);
   assert.ok(steps.some((s) => s.error !== null) && steps.some((s) => s.transition !== null));
 });
