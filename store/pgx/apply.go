@@ -145,7 +145,8 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 	if o.s.opt.ReadFirst {
 		dest := r.dest(append(make([]any, 0, 17), &now))
 		err = o.run(ctx, func() error {
-			return o.q.QueryRow(ctx, o.s.sql.read, scope.Tenant, scope.Principal, scope.UseCase, scope.Key).Scan(dest...)
+			var v argv
+			return o.q.QueryRow(ctx, o.s.sql.read.sql, o.s.sql.read.args(v.scope(scope.Tenant, scope.Principal, scope.UseCase, scope.Key))...).Scan(dest...)
 		})
 		switch {
 		case err == nil:
@@ -155,9 +156,10 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 		}
 		// absent: insert it (or read what a concurrent insert left)
 	}
-	args := t.w.args(make([]any, 0, 25), nil)
+	var v argv
+	args := o.s.sql.reserve.args(t.w.fill(&v, nil))
 	dest := r.dest(append(make([]any, 0, 18), &inserted, &now))
-	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve, args...).Scan(dest...) })
+	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve.sql, args...).Scan(dest...) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent insert won after this statement's snapshot: the
 		// record exists but was not visible. Load it (one more round trip).

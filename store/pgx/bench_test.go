@@ -165,7 +165,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 	db := newTestDBConns(b, int32(benchGoroutines(clients)))
 	s := db.newStore(b, Options{})
-	selectSQL := `SELECT statement_timestamp(), ` + recordCols + ` FROM ` + s.n.qualified + ` WHERE ` + scopeMatch
+	selectSQL := bind(`SELECT statement_timestamp(), ` + recordCols + ` FROM ` + s.n.qualified + ` WHERE ` + scopeMatch)
 	ctx := context.Background()
 	p := core.PolicyDefault()
 	// The reserve's template, as the driver computes it once per request.
@@ -184,10 +184,12 @@ func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 			r   row
 		)
 		var err error
+		var v argv
 		if replay && plainSelect {
-			err = s.pool.QueryRow(ctx, selectSQL, rec.Scope.Tenant, rec.Scope.Principal, rec.Scope.UseCase, rec.Scope.Key).Scan(r.dest([]any{&now})...)
+			args := selectSQL.args(v.scope(rec.Scope.Tenant, rec.Scope.Principal, rec.Scope.UseCase, rec.Scope.Key))
+			err = s.pool.QueryRow(ctx, selectSQL.sql, args...).Scan(r.dest([]any{&now})...)
 		} else {
-			err = s.pool.QueryRow(ctx, s.sql.reserve, w.args(make([]any, 0, 25), nil)...).Scan(r.dest([]any{&ok, &now})...)
+			err = s.pool.QueryRow(ctx, s.sql.reserve.sql, s.sql.reserve.args(w.fill(&v, nil))...).Scan(r.dest([]any{&ok, &now})...)
 		}
 		got := core.Record{Scope: rec.Scope}
 		if err == nil {
@@ -200,8 +202,9 @@ func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 		done.Status, done.Version = core.StatusCompleted, got.Version+1
 		done.Response = core.Response{StatusCode: 201, Body: []byte(`{"paymentId":"p_1","status":"created"}`)}
 		w = literalWrite(&done)
-		args := append(w.args(make([]any, 0, 29), int64(done.Token)), s.n.channel, notifyPayload(&done.Scope), int64(got.Version), int64(got.Token))
-		if err := s.pool.QueryRow(ctx, s.sql.update, args...).Scan(r.dest([]any{&ok, &now})...); err != nil || !ok {
+		w.fill(&v, int64(done.Token))
+		v[pChannel], v[pPayload], v[pExpectVersion], v[pExpectToken] = s.n.channel, notifyPayload(&done.Scope), int64(got.Version), int64(got.Token)
+		if err := s.pool.QueryRow(ctx, s.sql.update.sql, s.sql.update.args(&v)...).Scan(r.dest([]any{&ok, &now})...); err != nil || !ok {
 			return fmt.Errorf("completion: written %v, %v", ok, err)
 		}
 		return nil

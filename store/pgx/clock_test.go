@@ -25,7 +25,7 @@ func skewDatabaseClock(t *testing.T, db *testDB, s *Store) {
 	for _, sql := range []string{
 		`ALTER FUNCTION ` + fn("_load") + `(text, text, text, text) RENAME TO ` + pgx.Identifier{s.n.table + "_load_unskewed"}.Sanitize(),
 		`CREATE FUNCTION ` + fn("_load") + `(a text, b text, c text, d text) RETURNS ` + result + ` LANGUAGE sql VOLATILE AS $fn$
-			SELECT u.now + interval '1 day', u.tok, ` + prefixed("u", recordCols) + ` FROM ` + fn("_load_unskewed") + `(a, b, c, d) AS u $fn$`,
+			SELECT u.now + interval '1 day', u.tok, ` + prefixed("u", recordColList) + ` FROM ` + fn("_load_unskewed") + `(a, b, c, d) AS u $fn$`,
 	} {
 		if _, err := db.pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)

@@ -40,7 +40,7 @@ func lockRow(t *testing.T, db *testDB, s *Store, sc core.Scope) (release func())
 	}
 	release = func() { _ = tx.Rollback(context.Background()) }
 	t.Cleanup(release)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.n.qualified+` WHERE `+scopeMatch+` FOR UPDATE`, sc.Tenant, sc.Principal, sc.UseCase, sc.Key); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.n.qualified+` WHERE `+scopeMatch+` FOR UPDATE`, scopeNamed(sc)); err != nil {
 		t.Fatal(err)
 	}
 	return release

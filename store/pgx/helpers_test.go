@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
+	"github.com/jackc/pgx/v5"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -28,4 +29,9 @@ func applyOver(ctx context.Context, s store.Store, p *core.Policy, sc core.Scope
 	var a store.Applied
 	err := store.Apply(ctx, s, sc, ev, p, &a)
 	return a, err
+}
+
+// scopeNamed are a test's ad hoc statement's arguments for scopeMatch.
+func scopeNamed(sc core.Scope) pgx.NamedArgs {
+	return pgx.NamedArgs{"tenant": sc.Tenant, "principal": sc.Principal, "use_case": sc.UseCase, "idem_key": sc.Key}
 }

@@ -24,8 +24,7 @@ func waitThrough(t *testing.T, db *testDB, s *Store, rec core.Record, write func
 	woke := make(chan error, 1)
 	go func() { woke <- s.Wait(ctx, rec.Scope, rec.Version, rec.Token) }()
 	for marked := false; !marked; { // until the waiter's read marked the row
-		err := db.pool.QueryRow(ctx, `SELECT waiters FROM `+s.n.qualified+` WHERE `+scopeMatch,
-			rec.Scope.Tenant, rec.Scope.Principal, rec.Scope.UseCase, rec.Scope.Key).Scan(&marked)
+		err := db.pool.QueryRow(ctx, `SELECT waiters FROM `+s.n.qualified+` WHERE `+scopeMatch, scopeNamed(rec.Scope)).Scan(&marked)
 		if err != nil {
 			t.Fatalf("reading the row's mark: %v", err)
 		}

@@ -38,7 +38,8 @@ func (o ops) load(ctx context.Context, scope core.Scope) (store.Snapshot, error)
 	var tok int64
 	dest := r.dest(append(make([]any, 0, 18), &now, &tok))
 	err := o.run(ctx, func() error {
-		return o.q.QueryRow(ctx, o.s.sql.load, scope.Tenant, scope.Principal, scope.UseCase, scope.Key).Scan(dest...)
+		var v argv
+		return o.q.QueryRow(ctx, o.s.sql.load.sql, o.s.sql.load.args(v.scope(scope.Tenant, scope.Principal, scope.UseCase, scope.Key))...).Scan(dest...)
 	})
 	if err != nil {
 		return snap, classify(ctx, "load", err)
@@ -51,8 +52,10 @@ func (o ops) load(ctx context.Context, scope core.Scope) (store.Snapshot, error)
 	return snap, nil
 }
 
-func (o ops) notifyArgs(a []any, scope *core.Scope) []any {
-	return append(a, o.s.n.channel, notifyPayload(scope))
+// notifyArgs sets the arguments of the notification a write to scope's
+// row sends if it has waiters.
+func (o ops) notifyArgs(v *argv, scope *core.Scope) {
+	v[pChannel], v[pPayload] = o.s.n.channel, notifyPayload(scope)
 }
 
 func (o ops) insert(ctx context.Context, rec *core.Record) error {
@@ -60,9 +63,10 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 		return fmt.Errorf("pgxstore: insert: no record: %w", core.ErrInvalidRecord)
 	}
 	w := literalWrite(rec)
-	args := w.args(make([]any, 0, 25), int64(rec.Token))
+	var v argv
+	args := o.s.sql.insert.args(w.fill(&v, int64(rec.Token)))
 	err := o.run(ctx, func() error {
-		_, err := o.q.Exec(ctx, o.s.sql.insert, args...)
+		_, err := o.q.Exec(ctx, o.s.sql.insert.sql, args...)
 		return err
 	})
 	return classify(ctx, "insert", err)
@@ -73,13 +77,14 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 // hold, nothing was written, ok is false and got is the record as the
 // statement found it (absent if there is none).
 func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record, unfenced bool) (now time.Time, ok bool, err error) {
-	args := o.notifyArgs(w.args(make([]any, 0, 29), int64(w.rec.Token)), &w.rec.Scope)
-	sql := o.s.sql.update
+	var v argv
+	o.notifyArgs(w.fill(&v, int64(w.rec.Token)), &w.rec.Scope)
+	v[pExpectVersion], v[pExpectToken] = int64(expectVersion), int64(expectToken)
+	st := &o.s.sql.update
 	if unfenced {
-		sql = o.s.sql.unfencedUpdate // the planted bug: no precondition
-	} else {
-		args = append(args, int64(expectVersion), int64(expectToken))
+		st = &o.s.sql.unfencedUpdate // the planted bug: no precondition
 	}
+	sql, args := st.sql, st.args(&v)
 	var r row
 	dest := r.dest(append(make([]any, 0, 18), &ok, &now))
 	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, sql, args...).Scan(dest...) })
@@ -112,10 +117,11 @@ func (o ops) compareAndSet(ctx context.Context, rec *core.Record, expectVersion 
 
 func (o ops) delete(ctx context.Context, scope core.Scope, expectVersion uint64, expectToken core.Token) error {
 	var f bool
-	err := o.run(ctx, func() error {
-		return o.q.QueryRow(ctx, o.s.sql.delete, scope.Tenant, scope.Principal, scope.UseCase, scope.Key,
-			int64(expectVersion), int64(expectToken), o.s.n.channel, notifyPayload(&scope)).Scan(&f)
-	})
+	var v argv
+	o.notifyArgs(v.scope(scope.Tenant, scope.Principal, scope.UseCase, scope.Key), &scope)
+	v[pExpectVersion], v[pExpectToken] = int64(expectVersion), int64(expectToken)
+	args := o.s.sql.delete.args(&v)
+	err := o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.delete.sql, args...).Scan(&f) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("pgxstore: delete %s: %w", scope, store.ErrConflict)
 	}
@@ -126,24 +132,24 @@ func (o ops) due(ctx context.Context, kind store.DueKind, limit int) ([]core.Rec
 	if limit <= 0 {
 		return nil, nil
 	}
-	var sql string
-	args := []any{limit}
+	var st *statement
 	claim := o.s.opt.DueClaim > 0
 	switch {
 	case kind == store.DueSweep && claim:
-		sql = o.s.sql.claimSweep
+		st = &o.s.sql.claimSweep
 	case kind == store.DueSweep:
-		sql = o.s.sql.dueSweep
+		st = &o.s.sql.dueSweep
 	case kind == store.DueReconcile && claim:
-		sql = o.s.sql.claimReconcile
+		st = &o.s.sql.claimReconcile
 	case kind == store.DueReconcile:
-		sql = o.s.sql.dueReconcile
+		st = &o.s.sql.dueReconcile
 	default:
 		return nil, fmt.Errorf("pgxstore: due: %v is not a kind of due record", kind)
 	}
-	if claim {
-		args = append(args, pgtype.Interval{Microseconds: o.s.opt.DueClaim.Microseconds(), Valid: true}, o.s.instance)
-	}
+	var v argv
+	v[pLimit] = limit
+	v[pClaimFor], v[pInstance] = pgtype.Interval{Microseconds: o.s.opt.DueClaim.Microseconds(), Valid: true}, o.s.instance
+	sql, args := st.sql, st.args(&v)
 	var out []core.Record
 	err := o.run(ctx, func() error {
 		out = out[:0]
@@ -176,8 +182,10 @@ func (o ops) due(ctx context.Context, kind store.DueKind, limit int) ([]core.Rec
 // waitMark reports whether scope's record still has version and token,
 // and if so marks its row, so that the row's next write notifies.
 func (o ops) waitMark(ctx context.Context, scope core.Scope, version uint64, token core.Token) (unchanged bool, err error) {
-	err = o.q.QueryRow(ctx, o.s.sql.waitMark, scope.Tenant, scope.Principal, scope.UseCase, scope.Key,
-		int64(version), int64(token)).Scan(&unchanged)
+	var v argv
+	v.scope(scope.Tenant, scope.Principal, scope.UseCase, scope.Key)
+	v[pExpectVersion], v[pExpectToken] = int64(version), int64(token)
+	err = o.q.QueryRow(ctx, o.s.sql.waitMark.sql, o.s.sql.waitMark.args(&v)...).Scan(&unchanged)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -54,7 +54,9 @@ func (s *Store) prune(ctx context.Context, p *core.Policy, limit int) (int, erro
 		return 0, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after a commit it does nothing
-	rows, err := tx.Query(ctx, s.sql.prune, limit)
+	var v argv
+	v[pLimit] = limit
+	rows, err := tx.Query(ctx, s.sql.prune.sql, s.sql.prune.args(&v)...)
 	if err != nil {
 		return 0, err
 	}

@@ -118,22 +118,24 @@ func literalWrite(rec *core.Record) write {
 		literal(rec.CompletedAt), literal(rec.ExpiresAt)}}
 }
 
-// args appends $1..$25 for w (the token as given: a reserve passes NULL
-// for it and takes the sequence's).
-func (w *write) args(a []any, token any) []any {
+// fill sets w's arguments in v: its scope and record (the token as given:
+// a reserve passes NULL for it and takes the sequence's).
+func (w *write) fill(v *argv, token any) *argv {
 	r := w.rec
 	names, values := headerArrays(r.Response.Headers)
 	var body []byte
 	if r.Response.Body != nil {
 		body = r.Response.Body
 	}
-	a = append(a, r.Scope.Tenant, r.Scope.Principal, r.Scope.UseCase, r.Scope.Key,
-		r.Status.String(), r.Fingerprint[:], token, int64(r.Version), int32(r.Response.StatusCode), names, values,
-		body, int64(r.Response.SchemaVersion), r.LastErrorCode)
+	v.scope(r.Scope.Tenant, r.Scope.Principal, r.Scope.UseCase, r.Scope.Key)
+	v[pStatus], v[pFingerprint], v[pToken], v[pVersion] = r.Status.String(), r.Fingerprint[:], token, int64(r.Version)
+	v[pResponseStatus], v[pHeaderNames], v[pHeaderValues] = int32(r.Response.StatusCode), names, values
+	v[pBody], v[pSchemaVersion], v[pErrorCode] = body, int64(r.Response.SchemaVersion), r.LastErrorCode
 	for i := range w.times {
-		a = append(a, w.times[i].off, w.times[i].lit)
+		v[pLockedUntilOffset+2*param(i)], v[pLockedUntil+2*param(i)] = w.times[i].off, w.times[i].lit
 	}
-	return append(a, int64(r.ReconcileAttempts))
+	v[pReconcileAttempts] = int64(r.ReconcileAttempts)
+	return v
 }
 
 func headerArrays(hs []core.Header) ([]string, pgtype.FlatArray[headerValue]) {

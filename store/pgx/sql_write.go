@@ -1,0 +1,94 @@
+package pgxstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The statements of one record: load, read, insert, reserve, update,
+// delete, and a Wait's mark.
+
+// loadSQL calls the table's load function (migrations): the record, the
+// database's time and a fresh token in one round trip.
+func loadSQL(n *names) string {
+	fn := pgx.Identifier{n.table + "_load"}
+	if n.schema != "" {
+		fn = pgx.Identifier{n.schema, n.table + "_load"}
+	}
+	return `SELECT * FROM ` + fn.Sanitize() + `(@tenant, @principal, @use_case, @idem_key)`
+}
+
+// readSQL is Options.ReadFirst's replay: a plain read by primary key.
+func readSQL(n *names) string {
+	return `SELECT statement_timestamp(), ` + recordCols + ` FROM ` + n.qualified + ` WHERE ` + scopeMatch
+}
+
+// insertSQL writes a new row. A new row has no waiter to wake (a Wait
+// marks an existing row; one waiting on an absent record is served by its
+// poll).
+func insertSQL(n *names) string {
+	return `INSERT INTO ` + n.qualified + ` ` + insertCols() + `
+		VALUES (@tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList("@token"), ", ") + `, statement_timestamp())`
+}
+
+// reserveSQL inserts if absent, else reads what is there, in one plain
+// statement and one round trip. The token of an inserted row is the
+// sequence's next value, taken after the statement's snapshot (so it is
+// greater than every token the snapshot shows for the scope, and than
+// those of every deleted record). An existing row comes back as it is,
+// with the clock and no token: a replay (or a key in flight, a mismatch)
+// reads one row by its primary key and takes nothing from the sequence and
+// no lock; the rare reserve that must write over an existing row (a retry
+// after a failure or an expiry) loads it again for a fresh token. No row at
+// all: another writer inserted after this statement's snapshot; the caller
+// loads again.
+func reserveSQL(n *names) string {
+	token := `COALESCE(@token::bigint, nextval(` + quoteLiteral(n.sequence) + `::regclass))`
+	return `WITH cur AS (SELECT ` + recordCols + ` FROM ` + n.qualified + ` WHERE ` + scopeMatch + `),
+		ins AS (INSERT INTO ` + n.qualified + ` ` + insertCols() + `
+			SELECT @tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList(token), ", ") + `, statement_timestamp()
+			WHERE NOT EXISTS (SELECT FROM cur)
+			ON CONFLICT DO NOTHING RETURNING ` + recordCols + `)
+		SELECT true, statement_timestamp(), ` + prefixed("ins", recordColList) + ` FROM ins
+		UNION ALL
+		SELECT false, statement_timestamp(), ` + prefixed("cur", recordColList) + ` FROM cur`
+}
+
+// updateSQL writes under the precondition (fenced; unfenced is the planted
+// bug of a test); when it does not hold, the same round trip returns the
+// record as it is (as of the statement's snapshot), so that a lost race
+// costs one more statement, not two.
+func updateSQL(n *names, fenced bool) string {
+	where := scopeMatch
+	if fenced {
+		where += ` AND version = @expect_version AND token = @expect_token`
+	}
+	var set strings.Builder
+	for i, v := range recordValueList("@token") {
+		fmt.Fprintf(&set, "%s = %s, ", recordColList[i], v)
+	}
+	return `WITH up AS (UPDATE ` + n.qualified + ` AS t SET ` + set.String() + `updated_at = statement_timestamp(),
+			waiters = ` + notifyIfWaited("t.waiters") + `
+		WHERE ` + where + ` RETURNING ` + recordCols + `)
+		SELECT true, statement_timestamp(), ` + prefixed("up", recordColList) + ` FROM up
+		UNION ALL
+		SELECT false, statement_timestamp(), ` + prefixed("r", recordColList) + ` FROM ` + n.qualified + ` AS r
+			WHERE ` + scopeMatchOf("r") + ` AND NOT EXISTS (SELECT FROM up)`
+}
+
+// deleteSQL deletes under the precondition and wakes the row's waiters.
+func deleteSQL(n *names) string {
+	return `WITH del AS (DELETE FROM ` + n.qualified + ` WHERE ` + scopeMatch + ` AND version = @expect_version AND token = @expect_token RETURNING waiters)
+		SELECT ` + notifyIfWaited("del.waiters") + ` FROM del`
+}
+
+// waitMarkSQL is a Wait's read, which marks the row so that its next write
+// notifies, only if the record is still the one waited for. An UPDATE
+// (never "read, then mark"): it waits for a concurrent write and looks at
+// its result, so that no write slips between the read and the mark
+// unnoticed. No row: the record changed (or is absent).
+func waitMarkSQL(n *names) string {
+	return `UPDATE ` + n.qualified + ` SET waiters = true WHERE ` + scopeMatch + ` AND version = @expect_version AND token = @expect_token RETURNING true`
+}
