@@ -98,7 +98,7 @@ func (st *statement) args(v *argv) []any {
 	return a
 }
 
-// scopeArgs sets a scope's arguments.
+// scope sets a scope's arguments.
 func (v *argv) scope(tenant, principal, useCase, key string) *argv {
 	v[pTenant], v[pPrincipal], v[pUseCase], v[pIdemKey] = tenant, principal, useCase, key
 	return v

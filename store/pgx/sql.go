@@ -59,9 +59,9 @@ func recordValueList(token string) []string {
 
 // insertCols are the columns an insert names: the scope, the record, the
 // time of the write.
-const insertScope = `tenant, principal, use_case, idem_key`
-
-func insertCols() string { return `(` + insertScope + `, ` + recordCols + `, updated_at)` }
+func insertCols() string {
+	return `(tenant, principal, use_case, idem_key, ` + recordCols + `, updated_at)`
+}
 
 // notifyIfWaited is the SQL of a boolean that is false, and that sends the
 // notification (@channel, @payload) on the way when the row's waiters flag
