@@ -133,17 +133,34 @@ func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready cha
 		return err
 	}
 	defer closeStore()
+	a, err := newApp(st, gw, logger)
+	if err != nil {
+		return err
+	}
+	return a.serve(ctx, o, logger, ready)
+}
 
+// app is what the example runs: the protected routes and the workers
+// beside them.
+type app struct {
+	mux        *http.ServeMux
+	sweeper    *idem.Sweeper
+	reconciler *idem.Reconciler
+}
+
+// newApp builds the executor, the protected routes and the workers
+// over st: what the README shows a new user.
+func newApp(st store.Store, gw *Gateway, logger *slog.Logger) (*app, error) {
 	// README:begin
 	// One executor for the whole process, built at start-up: every request
 	// must meet the same store, or the same key would be charged twice.
 	ex, err := idem.New(st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	spec, err := fingerprint.NewSpec("payments.create", 1, fingerprint.Exclude("/clientRequestTime"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	protect, err := idemhttp.New(ex, idemhttp.Route{
 		UseCase:     "payments.create",
@@ -152,7 +169,7 @@ func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready cha
 		Logger:      logger,      // each 5xx it answers, once: a 503 at WARN
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /payments", protect(createPayment(gw)))
@@ -163,27 +180,33 @@ func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready cha
 	// gateway's ledger what happened to each unknown attempt.
 	sweeper, err := ex.Sweeper(idem.WithLogger(logger))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reconciler, err := ex.Reconciler(gw.Check, idem.WithLogger(logger))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// README:end
+	return &app{mux: mux, sweeper: sweeper, reconciler: reconciler}, nil
+}
 
+// serve listens on o.addr until ctx ends, with the workers running beside
+// the server; requests under way finish (and record their outcome) before
+// the workers stop.
+func (a *app) serve(ctx context.Context, o options, logger *slog.Logger, ready chan<- string) error {
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           authenticate(mux),
+		Handler:           authenticate(a.mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}
 	workerCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
-	workers.Go(func() { _ = sweeper.Run(workerCtx, o.workerInterval) })
-	workers.Go(func() { _ = reconciler.Run(workerCtx, o.workerInterval) })
+	workers.Go(func() { _ = a.sweeper.Run(workerCtx, o.workerInterval) })
+	workers.Go(func() { _ = a.reconciler.Run(workerCtx, o.workerInterval) })
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

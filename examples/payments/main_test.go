@@ -450,7 +450,7 @@ func marked(src string) string {
 	return strings.ReplaceAll("\n"+region, "\n\t", "\n")[1:]
 }
 
-// TestReadmeExampleIsThisProgram: the README shows the lines of run() that
+// TestReadmeExampleIsThisProgram: the README shows the lines of newApp() that
 // build the executor, the route and the workers, as they are compiled and
 // tested here; a README edited apart from the program fails.
 func TestReadmeExampleIsThisProgram(t *testing.T) {

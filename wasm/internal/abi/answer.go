@@ -27,7 +27,14 @@ func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *
 	dst = append(dst, byte(res.Write.Kind))
 	dst = appendU64(dst, res.Write.ExpectVersion)
 	dst = appendU64(dst, uint64(res.Write.ExpectToken))
+	mask := changedMask(before, after)
+	dst = appendU32(dst, mask)
+	return appendChanged(dst, mask, after, ev)
+}
 
+// changedMask says which fields of the record Step changed (Changed*): the
+// answer carries only those.
+func changedMask(before, after *core.Record) uint32 {
 	var mask uint32
 	if !sameString(after.Scope.Tenant, before.Scope.Tenant) || !sameString(after.Scope.Principal, before.Scope.Principal) ||
 		!sameString(after.Scope.UseCase, before.Scope.UseCase) || !sameString(after.Scope.Key, before.Scope.Key) {
@@ -69,7 +76,12 @@ func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *
 	if !unchangedTime(after.ExpiresAt, before.ExpiresAt) {
 		mask |= ChangedExpiresAt
 	}
-	dst = appendU32(dst, mask)
+	return mask
+}
+
+// appendChanged appends the fields of after that mask names, in the ABI's
+// order; a response equal to the event's is named, not copied.
+func appendChanged(dst []byte, mask uint32, after *core.Record, ev *core.Event) []byte {
 	if mask&ChangedScope != 0 {
 		dst = appendScope(dst, &after.Scope)
 	}
@@ -194,6 +206,20 @@ func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Transition, e
 	}
 	// Decode into a copy first: a malformed answer must leave rec as it was.
 	next := *rec
+	r.changed(mask, &next, ev)
+	if r.err == nil && r.off != len(b) {
+		r.err = errors.New("trailing bytes")
+	}
+	if r.err != nil {
+		return core.Transition{}, malformed(r.err)
+	}
+	*rec = next
+	return res, nil
+}
+
+// changed reads the fields mask names into next, in the ABI's order (see
+// appendChanged); a read past the end sets r.err.
+func (r *reader) changed(mask uint32, next *core.Record, ev *core.Event) {
 	if mask&ChangedScope != 0 {
 		next.Scope.Tenant = r.strCopy()
 		next.Scope.Principal = r.strCopy()
@@ -246,14 +272,6 @@ func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Transition, e
 	if mask&ChangedExpiresAt != 0 {
 		next.ExpiresAt = r.answerTime(loc)
 	}
-	if r.err == nil && r.off != len(b) {
-		r.err = errors.New("trailing bytes")
-	}
-	if r.err != nil {
-		return core.Transition{}, malformed(r.err)
-	}
-	*rec = next
-	return res, nil
 }
 
 func malformed(err error) error {
