@@ -137,7 +137,7 @@
 //
 // # Baselines
 //
-// The policies other than PolicyCorrect reproduce the anti-patterns of the
+// The baselines other than BaselineCorrect reproduce the anti-patterns of the
 // seed documents, here and never in the core: naive (execute, then remember
 // the key), no-fingerprint, evict-unknown (a timeout taken for "not
 // executed"), lease-reexecute (run again on lease expiry, through a view of
