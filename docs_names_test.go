@@ -233,11 +233,11 @@ func TestDocsNameOnlyExistingIdentifiers(t *testing.T) {
 func TestDocsNamesCatchAStaleName(t *testing.T) {
 	names := loadGoNames(t, ".")
 	for text, want := range map[string]string{
-		"calls `idem.ApplyInto` first":          "idem.ApplyInto",
-		"then `Executor.Call` runs it":          "Executor.Call",
-		"see store.Op.Result for the answer":    "store.Op.Result",
+		"calls `idem.ApplyInto` first":           "idem.ApplyInto",
+		"then `Executor.Call` runs it":           "Executor.Call",
+		"see store.Op.Result for the answer":     "store.Op.Result",
 		"`core.Step`, `Flow.Next`, http.Handler": "",
-		"memstore.Options.Shards, idem.Request": "",
+		"memstore.Options.Shards, idem.Request":  "",
 	} {
 		got := strings.Join(names.stale(text), ", ")
 		if got != want {
