@@ -45,10 +45,10 @@ func TestKeyLengthAtItsLimits(t *testing.T) {
 // jsonOfLength is a JSON object of exactly n bytes (n >= 8).
 func jsonOfLength(n int) string { return `{"n":"` + strings.Repeat("x", n-8) + `"}` }
 
-// TestBodyAtItsLimit: a body of exactly the route's limit is taken and one
+// TestBodyAtItsMax: a body of exactly the route's maximum is taken and one
 // byte more is refused 413 before the handler runs, whether the client
 // declares its length or sends it chunked (read up to the limit).
-func TestBodyAtItsLimit(t *testing.T) {
+func TestBodyAtItsMax(t *testing.T) {
 	const limit = 64
 	rw, ex := newRouteWorld(t)
 	rw.handle("POST /a", ex, idemhttp.Route{UseCase: "a", Anonymous: true, BodyBytesMax: limit})

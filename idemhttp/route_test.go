@@ -147,9 +147,9 @@ func TestRouteConfiguration(t *testing.T) {
 	}
 }
 
-// TestDefaultBodyLimit: without BodyBytesMax the policy's RequestBytesMax
+// TestBodyBytesMaxDefault: without BodyBytesMax the policy's RequestBytesMax
 // bounds the body.
-func TestDefaultBodyLimit(t *testing.T) {
+func TestBodyBytesMaxDefault(t *testing.T) {
 	p := idem.PolicyDefault()
 	p.RequestBytesMax = 64
 	ex, err := idem.New(memstore.New(memstore.Options{}), idem.WithPolicy(p))
