@@ -147,8 +147,10 @@
 //
 // # Speed and determinism
 //
-// Events are (time, sequence) ordered in two pointer-free heaps; the hot
-// paths schedule a handler and a kind instead of a closure. Bulk runs
+// Events are (time, sequence) ordered in two pointer-free heaps (near and
+// far), and in one arrival-ordered lane per fixed delay (a timeout, a tick:
+// they come due in the order they were scheduled, at no cost per event);
+// the hot paths schedule a handler and a kind instead of a closure. Bulk runs
 // (RunSeeds) keep no trace: a seed that breaks an invariant is run again
 // with tracing, which gives the same run. Nothing depends on map order,
 // wall time or goroutine scheduling: the same Config gives the same Report.
