@@ -8,6 +8,8 @@ import (
 	"strconv"
 )
 
+// object parses the object at s.pos and appends its canonical form: the
+// members sorted by name, the excluded ones left out.
 func (s *state) object(depth int, n *node) error {
 	if depth > s.depthMax {
 		return newError(ErrTooDeep, s.pos, "nesting deeper than "+strconv.Itoa(s.depthMax))
@@ -22,59 +24,10 @@ func (s *state) object(depth int, n *node) error {
 		return nil
 	}
 	base, namesMark := len(s.members), len(s.names)
-	emitted := 0
 	for {
-		if s.pos >= len(s.in) {
-			return s.errEOF("a member name")
-		}
-		if s.in[s.pos] != '"' {
-			return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" where a member name was expected")
-		}
-		nameOff := s.pos
-		mark := len(s.out)
-		if emitted > 0 {
-			s.out = append(s.out, ',')
-		}
-		start := len(s.out)
-		var escaped bool
-		var err error
-		s.out, escaped, err = s.str(s.out)
-		if err != nil {
+		if err := s.readMember(depth, n, body); err != nil {
 			return err
 		}
-		nameStart, nameEnd := nameOff+1, s.pos-1
-		name := s.in[nameStart:nameEnd]
-		if escaped {
-			at := len(s.names)
-			s.names = unescape(s.names, name)
-			name = s.names[at:]
-			nameStart, nameEnd = ^at, len(s.names)
-		}
-		s.skipWS()
-		if s.pos >= len(s.in) {
-			return s.errEOF("':'")
-		}
-		if s.in[s.pos] != ':' {
-			return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" after a member name, expected ':'")
-		}
-		s.pos++
-		s.out = append(s.out, ':')
-		s.skipWS()
-		var child *node
-		if n != nil {
-			child = n.lookupName(name)
-		}
-		if child != nil && child.exclude {
-			err = s.skipped(depth, mark)
-			start = -1
-		} else {
-			err = s.sub(depth, child)
-			emitted++
-		}
-		if err != nil {
-			return err
-		}
-		s.members = append(s.members, member{name: nameStart, nameEnd: nameEnd, off: nameOff, start: start, end: len(s.out)})
 		s.skipWS()
 		if s.pos >= len(s.in) {
 			return s.errEOF("',' or '}'")
@@ -99,6 +52,69 @@ func (s *state) object(depth int, n *node) error {
 	}
 	s.out = append(s.out, '}')
 	return nil
+}
+
+// readMember parses the member `"name": value` at s.pos, appends it to out
+// and records it in s.members. The object's members start at out[body]; an
+// excluded member is validated, then dropped from out.
+func (s *state) readMember(depth int, n *node, body int) error {
+	if s.pos >= len(s.in) {
+		return s.errEOF("a member name")
+	}
+	if s.in[s.pos] != '"' {
+		return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" where a member name was expected")
+	}
+	nameOff := s.pos
+	mark := len(s.out)
+	if mark > body { // a member before this one is in out
+		s.out = append(s.out, ',')
+	}
+	start := len(s.out)
+	var escaped bool
+	var err error
+	s.out, escaped, err = s.str(s.out)
+	if err != nil {
+		return err
+	}
+	nameStart, nameEnd := nameOff+1, s.pos-1
+	name := s.in[nameStart:nameEnd]
+	if escaped {
+		name, nameStart, nameEnd = s.unescapeName(name)
+	}
+	s.skipWS()
+	if s.pos >= len(s.in) {
+		return s.errEOF("':'")
+	}
+	if s.in[s.pos] != ':' {
+		return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" after a member name, expected ':'")
+	}
+	s.pos++
+	s.out = append(s.out, ':')
+	s.skipWS()
+	var child *node
+	if n != nil {
+		child = n.lookupName(name)
+	}
+	if child != nil && child.exclude {
+		err = s.skipped(depth, mark)
+		start = -1
+	} else {
+		err = s.sub(depth, child)
+	}
+	if err != nil {
+		return err
+	}
+	s.members = append(s.members, member{name: nameStart, nameEnd: nameEnd, off: nameOff, start: start, end: len(s.out)})
+	return nil
+}
+
+// unescapeName copies the name, which has escapes, unescaped to s.names, for
+// sorting and duplicate checks. It returns the copy and where it is, as
+// member.name and member.nameEnd record it.
+func (s *state) unescapeName(name []byte) (unescaped []byte, from, to int) {
+	at := len(s.names)
+	s.names = unescape(s.names, name)
+	return s.names[at:], ^at, len(s.names)
 }
 
 // order sorts the members of the object whose members start at out[body],
