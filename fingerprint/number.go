@@ -14,18 +14,82 @@ const minNormal = 0x1p-1022
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
+// numLit is a number literal, scanned: JSON's grammar checked, its parts
+// located by their input offsets (offsets, not slices, keep it free of
+// pointers and so of write barriers).
+type numLit struct {
+	start, end int // the whole literal
+	neg        bool
+	// The digits before and after the decimal point: in[intStart:intEnd] and
+	// in[fracStart:fracEnd], which may be empty.
+	intStart, intEnd, fracStart, fracEnd int
+	exp                                  int  // the exponent's value, 0 if none
+	expBig                               bool // the exponent has 10 significant digits or more, beyond exp
+}
+
+// digit returns the literal's jth digit, counting integer digits then
+// fraction digits.
+func (l *numLit) digit(in []byte, j int) byte {
+	if intLen := l.intEnd - l.intStart; j >= intLen {
+		return in[l.fracStart+j-intLen]
+	}
+	return in[l.intStart+j]
+}
+
 // number parses the number at s.pos, checking JSON's grammar itself, and
 // appends its canonical form (ECMAScript Number::toString, RFC 8785 section
 // 3.2.2.3).
 func (s *state) number() error {
+	var l numLit
+	if err := s.scanNumber(&l); err != nil {
+		return err
+	}
+	in := s.in
+	// The significant digits are the integer and fraction digits without
+	// leading and trailing zeros, from f to last: the value is 0.D × 10^n.
+	total := l.intEnd - l.intStart + l.fracEnd - l.fracStart
+	f := 0
+	for f < total && l.digit(in, f) == '0' {
+		f++
+	}
+	if f == total {
+		s.out = append(s.out, '0') // every zero, -0 included
+		return nil
+	}
+	last := total - 1
+	for l.digit(in, last) == '0' {
+		last--
+	}
+	k := last - f + 1
+	n := l.intEnd - l.intStart - f + l.exp
+
+	// Fast path: at most 15 significant digits (DBL_DIG) in the normal range
+	// round-trip through a double, so the shortest round-trip digits are the
+	// literal's own and no conversion is needed. Under the precision rule,
+	// n <= 15 also keeps |x| < 10^15 < 2^53.
+	if k <= 15 && !l.expBig && n > -300 && n < 300 && !(s.precise && n > 15) {
+		var d [15]byte
+		for j := range k {
+			d[j] = l.digit(in, f+j)
+		}
+		s.out = appendES(s.out, l.neg, d[:k], n)
+		return nil
+	}
+	return s.float(&l, f, k)
+}
+
+// scanNumber scans the number literal at s.pos into l, checking JSON's
+// grammar, and moves s.pos past it.
+func (s *state) scanNumber(l *numLit) error {
 	in := s.in
 	start := s.pos
 	i := start
-	neg := in[i] == '-'
-	if neg {
+	l.start = start
+	l.neg = in[i] == '-'
+	if l.neg {
 		i++
 	}
-	intStart := i
+	l.intStart = i
 	switch {
 	case i >= len(in):
 		return newError(ErrNumber, i, "unexpected end of input, expected a digit after '-'")
@@ -41,133 +105,134 @@ func (s *state) number() error {
 	default:
 		return newError(ErrNumber, i, "expected a digit after '-', found "+quoteByte(in[i]))
 	}
-	intEnd := i
-	fracStart, fracEnd := i, i
+	l.intEnd = i
+	l.fracStart, l.fracEnd = i, i
 	if i < len(in) && in[i] == '.' {
 		i++
-		fracStart = i
+		l.fracStart = i
 		for i < len(in) && isDigit(in[i]) {
 			i++
 		}
-		if i == fracStart {
+		if i == l.fracStart {
 			return newError(ErrNumber, i, "expected a digit after the decimal point")
 		}
-		fracEnd = i
+		l.fracEnd = i
 	}
-	exp, expBig := 0, false
 	if i < len(in) && in[i]|0x20 == 'e' {
-		i++
-		expNeg := false
-		if i < len(in) && (in[i] == '+' || in[i] == '-') {
-			expNeg = in[i] == '-'
-			i++
-		}
-		d := i
-		for i < len(in) && isDigit(in[i]) {
-			if exp < 100000000 {
-				exp = exp*10 + int(in[i]-'0')
-			} else {
-				expBig = true
-			}
-			i++
-		}
-		if i == d {
-			return newError(ErrNumber, i, "expected a digit in the exponent")
-		}
-		if expNeg {
-			exp = -exp
+		var err error
+		if i, err = s.scanExponent(l, i+1); err != nil {
+			return err
 		}
 	}
 	if i < len(in) && isWordByte(in[i]) {
 		return newError(ErrNumber, i, "invalid character "+quoteByte(in[i])+" in a number")
 	}
+	l.end = i
 	s.pos = i
+	return nil
+}
 
-	// The significant digits are the integer and fraction digits without
-	// leading and trailing zeros: the value is 0.D × 10^n.
-	intLen := intEnd - intStart
-	total := intLen + fracEnd - fracStart
-	digit := func(j int) byte {
-		if j < intLen {
-			return in[intStart+j]
+// scanExponent scans the exponent whose sign or digits start at in[i] into l
+// and returns the offset after it.
+func (s *state) scanExponent(l *numLit, i int) (int, error) {
+	in := s.in
+	expNeg := false
+	if i < len(in) && (in[i] == '+' || in[i] == '-') {
+		expNeg = in[i] == '-'
+		i++
+	}
+	d := i
+	exp := 0
+	for i < len(in) && isDigit(in[i]) {
+		if exp < 100000000 {
+			exp = exp*10 + int(in[i]-'0')
+		} else {
+			l.expBig = true
 		}
-		return in[fracStart+j-intLen]
+		i++
 	}
-	f := 0
-	for f < total && digit(f) == '0' {
-		f++
+	if i == d {
+		return i, newError(ErrNumber, i, "expected a digit in the exponent")
 	}
-	if f == total {
-		s.out = append(s.out, '0') // every zero, -0 included
-		return nil
+	if expNeg {
+		exp = -exp
 	}
-	l := total - 1
-	for digit(l) == '0' {
-		l--
-	}
-	k := l - f + 1
-	n := intLen - f + exp
+	l.exp = exp
+	return i, nil
+}
 
-	// Fast path: at most 15 significant digits (DBL_DIG) in the normal range
-	// round-trip through a double, so the shortest round-trip digits are the
-	// literal's own and no conversion is needed. Under the precision rule,
-	// n <= 15 also keeps |x| < 10^15 < 2^53.
-	if k <= 15 && !expBig && n > -300 && n < 300 && !(s.precise && n > 15) {
-		var d [15]byte
-		for j := range k {
-			d[j] = digit(f + j)
-		}
-		s.out = appendES(s.out, neg, d[:k], n)
-		return nil
-	}
-
-	lit := in[start:i]
+// float formats the number the fast path cannot: it rounds the literal to the
+// nearest double and writes that double's shortest round-trip digits, as
+// Number::toString does. k significant digits of the literal start at digit
+// f.
+func (s *state) float(l *numLit, f, k int) error {
+	lit := s.in[l.start:l.end]
 	x, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil { // the grammar was checked: this is ErrRange, an overflow
-		return newError(ErrNumberOverflow, start, "number "+excerpt(lit)+" is beyond the largest double, 1.7976931348623157e+308")
+		return newError(ErrNumberOverflow, l.start, "number "+excerpt(lit)+" is beyond the largest double, 1.7976931348623157e+308")
 	}
-	var buf [32]byte
-	e := strconv.AppendFloat(buf[:0], x, 'e', -1, 64)
-	if e[0] == '-' {
-		e = e[1:]
-	}
-	// e is d[.ddd]e±x: collect the digits in place and the exponent.
-	var digits [17]byte
-	nd := 0
-	j := 0
-	for ; e[j] != 'e'; j++ {
-		if e[j] != '.' {
-			digits[nd] = e[j]
-			nd++
-		}
-	}
-	x10, _ := strconv.Atoi(string(e[j+1:]))
+	var buf [17]byte
+	digits, x10 := shortestDigits(&buf, x)
 	if s.precise {
-		switch {
-		case x > safeIntegerMax || x < -safeIntegerMax:
-			return newError(ErrPrecision, start, "number "+excerpt(lit)+" is outside ±(2^53-1), where distinct integers share one double; send amounts as integer minor units within that range or as strings")
-		case x == 0:
-			return newError(ErrPrecision, start, "number "+excerpt(lit)+" underflows to 0")
-		case (k > 15 || x < minNormal && x > -minNormal) && !sameDigits(digits[:nd], k, func(j int) byte { return digit(f + j) }):
-			// Subnormals keep fewer than 15 digits, so there every literal
-			// must be the shortest form.
-			return newError(ErrPrecision, start, "number "+excerpt(lit)+" has more significant digits than a double keeps (it would round to "+string(appendES(nil, neg, digits[:nd], x10+1))+"); send it as a string")
+		if err := l.checkPrecise(s.in, x, digits, x10, f, k); err != nil {
+			return err
 		}
 	}
 	if x == 0 { // an underflow to zero: ECMAScript rounds it to 0 too
 		s.out = append(s.out, '0')
 		return nil
 	}
-	s.out = appendES(s.out, neg, digits[:nd], x10+1)
+	s.out = appendES(s.out, l.neg, digits, x10+1)
 	return nil
 }
 
-func sameDigits(d []byte, k int, digit func(int) byte) bool {
+// shortestDigits returns the shortest digits that round-trip to |x|, in buf,
+// and the decimal exponent of the first: |x| = d.ddd × 10^x10.
+func shortestDigits(buf *[17]byte, x float64) ([]byte, int) {
+	var e [32]byte
+	s := strconv.AppendFloat(e[:0], x, 'e', -1, 64)
+	if s[0] == '-' {
+		s = s[1:]
+	}
+	// s is d[.ddd]e±x: collect the digits and the exponent.
+	nd := 0
+	j := 0
+	for ; s[j] != 'e'; j++ {
+		if s[j] != '.' {
+			buf[nd] = s[j]
+			nd++
+		}
+	}
+	x10, _ := strconv.Atoi(string(s[j+1:]))
+	return buf[:nd], x10
+}
+
+// checkPrecise applies the precision rule to the literal l, which rounds to
+// x, whose shortest digits are digits × 10^x10: a double must carry l
+// exactly. k significant digits of l start at digit f.
+func (l *numLit) checkPrecise(in []byte, x float64, digits []byte, x10, f, k int) error {
+	lit := in[l.start:l.end]
+	switch {
+	case x > safeIntegerMax || x < -safeIntegerMax:
+		return newError(ErrPrecision, l.start, "number "+excerpt(lit)+" is outside ±(2^53-1), where distinct integers share one double; send amounts as integer minor units within that range or as strings")
+	case x == 0:
+		return newError(ErrPrecision, l.start, "number "+excerpt(lit)+" underflows to 0")
+	case (k > 15 || x < minNormal && x > -minNormal) && !l.sameDigits(in, digits, f, k):
+		// Subnormals keep fewer than 15 digits, so there every literal
+		// must be the shortest form.
+		return newError(ErrPrecision, l.start, "number "+excerpt(lit)+" has more significant digits than a double keeps (it would round to "+string(appendES(nil, l.neg, digits, x10+1))+"); send it as a string")
+	}
+	return nil
+}
+
+// sameDigits reports whether d are the k significant digits of l that start
+// at digit f.
+func (l *numLit) sameDigits(in, d []byte, f, k int) bool {
 	if len(d) != k {
 		return false
 	}
 	for j, c := range d {
-		if digit(j) != c {
+		if l.digit(in, f+j) != c {
 			return false
 		}
 	}

@@ -4,7 +4,7 @@ package mutants
 var fpMutants = []Mutant{
 	// ---- fingerprint ---------------------------------------------------
 	{
-		ID: "fp-key-order", File: "fingerprint/canonical.go",
+		ID: "fp-key-order", File: "fingerprint/object.go",
 		Old:    "\tif sorted {\n\t\treturn nil\n\t}\n",
 		New:    "\tif sorted || len(ms) > 0 {\n\t\treturn nil\n\t}\n",
 		Desc:   "object members are never sorted: key order changes the fingerprint",
@@ -25,9 +25,9 @@ var fpMutants = []Mutant{
 		Breaks: "§3 fingerprint over (use case, schema version, ...)",
 	},
 	{
-		ID: "fp-exclude-ignored", File: "fingerprint/canonical.go",
-		Old:    "\t\tif child != nil && child.exclude {\n\t\t\terr = s.skipped(depth, mark)\n\t\t\tstart = -1",
-		New:    "\t\tif child != nil && child.exclude && child.include > 0 {\n\t\t\terr = s.skipped(depth, mark)\n\t\t\tstart = -1",
+		ID: "fp-exclude-ignored", File: "fingerprint/object.go",
+		Old:    "\tif child != nil && child.exclude {\n\t\terr = s.skipped(depth, mark)\n\t\tstart = -1",
+		New:    "\tif child != nil && child.exclude && child.include > 0 {\n\t\terr = s.skipped(depth, mark)\n\t\tstart = -1",
 		Desc:   "excluded object members still count (a client timestamp makes every retry a Mismatch)",
 		Breaks: "§3 \"callers can exclude fields by JSON Pointer\"",
 	},
@@ -46,7 +46,7 @@ var fpMutants = []Mutant{
 		Breaks: "§3 \"never a plain string join (separator injection)\"",
 	},
 	{
-		ID: "fp-utf16-order-dropped", File: "fingerprint/canonical.go",
+		ID: "fp-utf16-order-dropped", File: "fingerprint/object.go",
 		Old:    "\tif ca >= 0xEE && cb >= 0xEE && (ca >= 0xF0) != (cb >= 0xF0) {",
 		New:    "\tif false && ca >= 0xEE && cb >= 0xEE && (ca >= 0xF0) != (cb >= 0xF0) {",
 		Desc:   "member names are sorted by UTF-8 bytes, not UTF-16 code units",
