@@ -22,11 +22,13 @@ sim-long:
 	$(GO) build -o bin/simrun ./cmd/simrun
 	bash -c 'time ./bin/simrun -seeds 10000 -requests 1000 -lincheck=false'
 
-## test: go.mod tidy, vet and staticcheck (pinned in tools/go.mod), then
+## test: gofmt, go.mod tidy, vet and staticcheck (pinned in tools/go.mod), then
 ## every test with the race detector (under 5 minutes here), then the
 ## allocation tests, which only mean something without it;
 ## the fingerprint comparison module checks our bytes against gowebpki/jcs
 test:
+	@unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path '*/node_modules/*')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt -l: $$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) tool -modfile=tools/go.mod staticcheck ./...

@@ -137,7 +137,7 @@ func (n *goNames) stale(text string) []string {
 			} else if z != "" && n.members[y] != nil && !n.members[y][z] && !n.embedsMember(y, z) {
 				out = append(out, m[0])
 			}
-		case n.members[x] != nil && len(n.members[x]) > 0 && n.isType(x):
+		case len(n.members[x]) > 0 && n.isType(x):
 			if !n.members[x][y] && !n.embedsMember(x, y) {
 				out = append(out, x+"."+y)
 			}

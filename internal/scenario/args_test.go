@@ -38,7 +38,9 @@ func readFails(t *testing.T, cmd string, args ...datadriven.CmdArg) string {
 	return r.msg
 }
 
-func arg(key string, vals ...string) datadriven.CmdArg { return datadriven.CmdArg{Key: key, Vals: vals} }
+func arg(key string, vals ...string) datadriven.CmdArg {
+	return datadriven.CmdArg{Key: key, Vals: vals}
+}
 
 // TestScenarioTyposFail: a scenario with a typo fails at its line instead
 // of reading a zero.
