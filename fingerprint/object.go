@@ -24,25 +24,8 @@ func (s *state) object(depth int, n *node) error {
 		return nil
 	}
 	base, namesMark := len(s.members), len(s.names)
-	for {
-		if err := s.readMember(depth, n, body); err != nil {
-			return err
-		}
-		s.skipWS()
-		if s.pos >= len(s.in) {
-			return s.errEOF("',' or '}'")
-		}
-		c := s.in[s.pos]
-		if c == ',' {
-			s.pos++
-			s.skipWS()
-			continue
-		}
-		if c != '}' {
-			return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(c)+" after an object member, expected ',' or '}'")
-		}
-		s.pos++
-		break
+	if err := s.readMembers(depth, n, body); err != nil {
+		return err
 	}
 	err := s.order(s.members[base:], body)
 	s.members = s.members[:base]
@@ -54,58 +37,80 @@ func (s *state) object(depth int, n *node) error {
 	return nil
 }
 
-// readMember parses the member `"name": value` at s.pos, appends it to out
-// and records it in s.members. The object's members start at out[body]; an
-// excluded member is validated, then dropped from out.
-func (s *state) readMember(depth int, n *node, body int) error {
-	if s.pos >= len(s.in) {
-		return s.errEOF("a member name")
+// readMembers parses the members of a non-empty object, up to and including
+// its '}'. It appends each `"name":value` to out, in input order from
+// out[body], and records it in s.members; an excluded member is validated,
+// then dropped from out. A member is read in the loop itself: a call per
+// member cost about 2% on the benchmarks.
+func (s *state) readMembers(depth int, n *node, body int) error {
+	for {
+		if s.pos >= len(s.in) {
+			return s.errEOF("a member name")
+		}
+		if s.in[s.pos] != '"' {
+			return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" where a member name was expected")
+		}
+		nameOff := s.pos
+		mark := len(s.out)
+		if mark > body { // a member before this one is in out
+			s.out = append(s.out, ',')
+		}
+		start := len(s.out)
+		var escaped bool
+		var err error
+		s.out, escaped, err = s.str(s.out)
+		if err != nil {
+			return err
+		}
+		nameStart, nameEnd := nameOff+1, s.pos-1
+		name := s.in[nameStart:nameEnd]
+		if escaped {
+			name, nameStart, nameEnd = s.unescapeName(name)
+		}
+		s.skipWS()
+		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
+			return s.noColon()
+		}
+		s.pos++
+		s.out = append(s.out, ':')
+		s.skipWS()
+		var child *node
+		if n != nil {
+			child = n.lookupName(name)
+		}
+		if child != nil && child.exclude {
+			err = s.skipped(depth, mark)
+			start = -1
+		} else {
+			err = s.sub(depth, child)
+		}
+		if err != nil {
+			return err
+		}
+		s.members = append(s.members, member{name: nameStart, nameEnd: nameEnd, off: nameOff, start: start, end: len(s.out)})
+		s.skipWS()
+		if s.pos >= len(s.in) {
+			return s.errEOF("',' or '}'")
+		}
+		switch c := s.in[s.pos]; c {
+		case ',':
+			s.pos++
+			s.skipWS()
+		case '}':
+			s.pos++
+			return nil
+		default:
+			return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(c)+" after an object member, expected ',' or '}'")
+		}
 	}
-	if s.in[s.pos] != '"' {
-		return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" where a member name was expected")
-	}
-	nameOff := s.pos
-	mark := len(s.out)
-	if mark > body { // a member before this one is in out
-		s.out = append(s.out, ',')
-	}
-	start := len(s.out)
-	var escaped bool
-	var err error
-	s.out, escaped, err = s.str(s.out)
-	if err != nil {
-		return err
-	}
-	nameStart, nameEnd := nameOff+1, s.pos-1
-	name := s.in[nameStart:nameEnd]
-	if escaped {
-		name, nameStart, nameEnd = s.unescapeName(name)
-	}
-	s.skipWS()
+}
+
+// noColon is the error for a member name that no ':' follows.
+func (s *state) noColon() error {
 	if s.pos >= len(s.in) {
 		return s.errEOF("':'")
 	}
-	if s.in[s.pos] != ':' {
-		return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" after a member name, expected ':'")
-	}
-	s.pos++
-	s.out = append(s.out, ':')
-	s.skipWS()
-	var child *node
-	if n != nil {
-		child = n.lookupName(name)
-	}
-	if child != nil && child.exclude {
-		err = s.skipped(depth, mark)
-		start = -1
-	} else {
-		err = s.sub(depth, child)
-	}
-	if err != nil {
-		return err
-	}
-	s.members = append(s.members, member{name: nameStart, nameEnd: nameEnd, off: nameOff, start: start, end: len(s.out)})
-	return nil
+	return newError(ErrSyntax, s.pos, "invalid character "+quoteByte(s.in[s.pos])+" after a member name, expected ':'")
 }
 
 // unescapeName copies the name, which has escapes, unescaped to s.names, for

@@ -26,8 +26,8 @@ var fpMutants = []Mutant{
 	},
 	{
 		ID: "fp-exclude-ignored", File: "fingerprint/object.go",
-		Old:    "\tif child != nil && child.exclude {\n\t\terr = s.skipped(depth, mark)\n\t\tstart = -1",
-		New:    "\tif child != nil && child.exclude && child.include > 0 {\n\t\terr = s.skipped(depth, mark)\n\t\tstart = -1",
+		Old:    "\t\tif child != nil && child.exclude {\n\t\t\terr = s.skipped(depth, mark)\n\t\t\tstart = -1",
+		New:    "\t\tif child != nil && child.exclude && child.include > 0 {\n\t\t\terr = s.skipped(depth, mark)\n\t\t\tstart = -1",
 		Desc:   "excluded object members still count (a client timestamp makes every retry a Mismatch)",
 		Breaks: "§3 \"callers can exclude fields by JSON Pointer\"",
 	},
