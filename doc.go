@@ -49,12 +49,12 @@
 // Every error Do returns is an *Error; match it with errors.Is against the
 // Err* sentinels (ErrKeyMisuse: 422; ErrInProgress and ErrOutcomeUnknown:
 // 409 with Retry-After; ErrStoreUnavailable: 503, nothing ran;
-// ErrStoreRefused: 500, the store refused a write for good, as a database
-// refuses a value or a constraint, which retrying will not change).
+// ErrStoreRejected: 500, the store rejected a write for good, as a database
+// rejects a value or a constraint, which retrying will not change).
 //
-// A store's refusal is never taken for an outage: a refused reserve runs
+// A store's rejection is never taken for an outage: a rejected reserve runs
 // nothing; a refused outcome hands the key to the reconciler at once (its
-// last error code store_refused), and the Result says the outcome was not
+// last error code store_rejected), and the Result says the outcome was not
 // recorded; the reconciler reschedules, with backoff, a finding the store
 // refuses. NotExecuted with an error code the core refuses (not 1 to 64
 // bytes of RFC 9110 token characters) still frees the key, with the

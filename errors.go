@@ -34,11 +34,11 @@ const (
 	// CodeStoreUnavailable: the store failed, so nothing was executed (fail
 	// closed). 503.
 	CodeStoreUnavailable Code = "idempotency_store_unavailable"
-	// CodeStoreRefused: the store refused a write for good (the database
-	// rejected the data or a constraint: store.ErrRefused), so that retrying
+	// CodeStoreRejected: the store rejected a write for good (the database
+	// rejected the data or a constraint: store.ErrRejected), so that retrying
 	// would be refused again. Not an outage, and never a reason to execute:
-	// a refused reserve ran nothing. A bug of the store or its schema. 500.
-	CodeStoreRefused Code = "idempotency_store_refused"
+	// a rejected reserve ran nothing. A bug of the store or its schema. 500.
+	CodeStoreRejected Code = "idempotency_store_rejected"
 	// CodeResponseInvalid: the action executed but its response cannot be
 	// stored (too large, or not valid HTTP). The record is left unknown for
 	// the reconciler, and this is a bug of the caller to fix. 500.
@@ -81,7 +81,7 @@ var (
 	ErrOutcomeUnknown   = &Error{Code: CodeOutcomeUnknown, Status: http.StatusConflict}
 	ErrNotExecuted      = &Error{Code: CodeNotExecuted, Status: http.StatusInternalServerError}
 	ErrStoreUnavailable = &Error{Code: CodeStoreUnavailable, Status: http.StatusServiceUnavailable}
-	ErrStoreRefused     = &Error{Code: CodeStoreRefused, Status: http.StatusInternalServerError}
+	ErrStoreRejected    = &Error{Code: CodeStoreRejected, Status: http.StatusInternalServerError}
 	ErrResponseInvalid  = &Error{Code: CodeResponseInvalid, Status: http.StatusInternalServerError}
 )
 

@@ -20,16 +20,16 @@ import (
 )
 
 // flakyStore fails the calls its switches name, before or after applying
-// them, and refuses (store.ErrRefused) the writes refuseIf matches.
+// them, and rejects (store.ErrRejected) the writes rejectIf matches.
 type flakyStore struct {
 	store.Store
 	failLoad, failWrite, failAfterWrite atomic.Bool
-	refuseIf                            func(*idem.Record) bool // set before use
+	rejectIf                            func(*idem.Record) bool // set before use
 }
 
-// errCheckViolation is how flakyStore refuses a write: for good, as a
-// database refuses a check constraint.
-var errCheckViolation = fmt.Errorf("check constraint violated: %w", store.ErrRefused)
+// errCheckViolation is how flakyStore rejects a write: for good, as a
+// database rejects a check constraint.
+var errCheckViolation = fmt.Errorf("check constraint violated: %w", store.ErrRejected)
 
 var errDown = errors.New("connection refused")
 
@@ -64,16 +64,16 @@ func (f *flakyStore) fail(mode string) {
 	}
 }
 
-func (f *flakyStore) refused(r *idem.Record) bool { return f.refuseIf != nil && f.refuseIf(r) }
+func (f *flakyStore) rejected(r *idem.Record) bool { return f.rejectIf != nil && f.rejectIf(r) }
 
 func (f *flakyStore) Insert(ctx context.Context, r *idem.Record) error {
-	if f.refused(r) {
+	if f.rejected(r) {
 		return errCheckViolation
 	}
 	return f.write(func() error { return f.Store.Insert(ctx, r) })
 }
 func (f *flakyStore) CompareAndSet(ctx context.Context, r *idem.Record, v uint64, t idem.Token) error {
-	if f.refused(r) {
+	if f.rejected(r) {
 		return errCheckViolation
 	}
 	return f.write(func() error { return f.Store.CompareAndSet(ctx, r, v, t) })
@@ -485,10 +485,10 @@ func TestMetricLabelsNeverHoldIdentities(t *testing.T) {
 		names[c.Name()] = true
 	}
 	// SPEC §7's twelve, worker.error, which makes a worker's failed run
-	// visible to an operator, and store.refused, a store's refusal that is
+	// visible to an operator, and store.rejected, a store's rejection that is
 	// not an outage.
-	if len(names) != 14 || !names["api.idempotency.worker.error.count"] || !names["api.idempotency.store.refused.count"] {
-		t.Fatalf("%d counters, want SPEC §7's 12, worker.error and store.refused", len(names))
+	if len(names) != 14 || !names["api.idempotency.worker.error.count"] || !names["api.idempotency.store.rejected.count"] {
+		t.Fatalf("%d counters, want SPEC §7's 12, worker.error and store.rejected", len(names))
 	}
 }
 

@@ -369,17 +369,17 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 		// to the reconciler and surface the bug.
 		f.markUnknown(codeResponseInvalid, newError(ErrResponseInvalid, err, 0))
 		return
-	case err != nil && errors.Is(err, store.ErrRefused) && outcome:
-		// The store refused the outcome for good: a write sent again would
+	case err != nil && errors.Is(err, store.ErrRejected) && outcome:
+		// The store rejected the outcome for good: a write sent again would
 		// be refused again, and the key would sit in_progress until its
 		// lease ended. Hand it to the reconciler now. A completion's
 		// response is still the true one (Result.Recorded false); a
 		// failure's key is not free, which the caller is told.
 		var final error
 		if kind == core.EventFail {
-			final = newError(ErrStoreRefused, &notReleasedError{notExecuted: f.actErr, write: err}, 0)
+			final = newError(ErrStoreRejected, &notReleasedError{notExecuted: f.actErr, write: err}, 0)
 		}
-		f.markUnknown(codeStoreRefused, final)
+		f.markUnknown(codeStoreRejected, final)
 		return
 	}
 	if kind == core.EventFail && !released(a, err) {
@@ -408,20 +408,20 @@ func (f *Flow) markUnknown(code ErrorCode, final error) {
 	f.finalErr = final
 }
 
-// codeStoreRefused is the last error code of a record whose outcome the
-// store refused to write (store.ErrRefused).
-const codeStoreRefused ErrorCode = "store_refused"
+// codeStoreRejected is the last error code of a record whose outcome the
+// store rejected (store.ErrRejected).
+const codeStoreRejected ErrorCode = "store_rejected"
 
 // codeResponseInvalid is the last error code of a record whose action
 // answered a response the core refuses (ErrResponseInvalid).
 const codeResponseInvalid ErrorCode = "response_invalid"
 
-// storeErr is the answer to a store failure: ErrStoreRefused when the store
-// refused the write for good (store.ErrRefused), else ErrStoreUnavailable
+// storeErr is the answer to a store failure: ErrStoreRejected when the store
+// rejected the write for good (store.ErrRejected), else ErrStoreUnavailable
 // with retryAfter.
 func storeErr(err error, retryAfter time.Duration) *Error {
-	if errors.Is(err, store.ErrRefused) {
-		return newError(ErrStoreRefused, err, 0)
+	if errors.Is(err, store.ErrRejected) {
+		return newError(ErrStoreRejected, err, 0)
 	}
 	return newError(ErrStoreUnavailable, err, retryAfter)
 }

@@ -69,7 +69,7 @@ func TestReconcilerGoesPastAnUnresolvableRecord(t *testing.T) {
 }
 
 // TestEveryPathRefusesAnInjectedHeader (issue 10, defect 4): a response
-// that HTTP cannot replay as stored is refused on every path that stores
+// that HTTP cannot replay as stored is rejected on every path that stores
 // one, not only the executor's own.
 func TestEveryPathRefusesAnInjectedHeader(t *testing.T) {
 	injected := idem.Response{StatusCode: 200, Headers: []idem.Header{{Name: "X-A\r\nSet-Cookie", Value: "a=b"}}}

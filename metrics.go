@@ -27,7 +27,7 @@ const (
 	CounterReconcileResolved                 // the reconciler settled an unknown record
 	CounterReconcileFailed                   // the reconciler gave up on a record after its maximum attempts
 	CounterWorkerError                       // a sweeper or reconciler run could not handle a batch, or a record in it
-	CounterStoreRefused                      // the store refused a write for good (store.ErrRefused): not an outage
+	CounterStoreRejected                     // the store rejected a write for good (store.ErrRejected): not an outage
 	counterCount
 )
 
@@ -45,7 +45,7 @@ var counterNames = [counterCount]string{
 	"api.idempotency.reconcile.resolved.count",
 	"api.idempotency.reconcile.failed.count",
 	"api.idempotency.worker.error.count",
-	"api.idempotency.store.refused.count",
+	"api.idempotency.store.rejected.count",
 }
 
 // Counters lists every counter, in a stable order.
@@ -172,8 +172,8 @@ func countEvent(m Metrics, useCase string, ev core.EventKind, a *store.Applied, 
 	switch {
 	case err == nil:
 		observe(m, ev, a)
-	case errors.Is(err, store.ErrRefused):
-		m.Add(CounterStoreRefused, Labels{UseCase: useCase, Event: ev.String()}, 1)
+	case errors.Is(err, store.ErrRejected):
+		m.Add(CounterStoreRejected, Labels{UseCase: useCase, Event: ev.String()}, 1)
 	case !store.BadInput(err):
 		m.Add(CounterStoreError, Labels{UseCase: useCase, Event: ev.String()}, 1)
 	}

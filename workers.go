@@ -154,13 +154,13 @@ func (e *Executor) Reconciler(check Check, opts ...WorkerOption) (*Reconciler, e
 const (
 	codeCheckFailed    ErrorCode = "check_failed"    // the Check returned an error, or panicked
 	codeFindingInvalid ErrorCode = "finding_invalid" // the Check's finding cannot be stored (no verdict, or a response the core refuses)
-	// codeStoreRefused (flow.go): the store refused to write the finding
+	// codeStoreRejected (flow.go): the store rejected the finding's write
 )
 
 // RunOnce handles one batch of due records and says how many it settled. A
 // record whose Check fails or panics, whose finding the core refuses (a
-// response too large, or not valid HTTP), or whose finding the store
-// refuses to write (store.ErrRefused), is rescheduled as still unknown with
+// response too large, or not valid HTTP), or whose finding's write the
+// store rejects (store.ErrRejected), is rescheduled as still unknown with
 // why (its last error code), after the policy's backoff, and counted in
 // worker.error; the batch goes on. A panic in the Check is recovered: one
 // bad record must not stop every run, nor come first in the next.
@@ -171,7 +171,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (settled int, err error) {
 			r.w.metrics.Add(CounterWorkerError, Labels{UseCase: rec.Scope.UseCase, Event: core.EventResolve.String()}, 1)
 			return stillUnknown(rec, codeCheckFailed)
 		}
-		return resolveEvent(rec, f) // a finding the core or the store refuses is handled by forDue
+		return resolveEvent(rec, f) // a finding the core refuses or the store rejects is handled by forDue
 	}, core.DecisionResolved)
 }
 
@@ -234,7 +234,7 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 		ev := eventFor(rec)
 		err := store.Apply(ctx, w.store, rec.Scope, ev, w.policy, &a)
 		if code := refusedFinding(ev, err); code != "" {
-			// The core refuses the finding, or the store refuses to write
+			// The core refuses the finding, or the store rejects the write
 			// it: one bad record must not stop the others, nor come first
 			// in every batch. Record why, back off.
 			count(w.metrics, rec.Scope.UseCase, ev.Kind, &a, err)
@@ -261,7 +261,7 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 // refusedFinding is the code to reschedule a record with when err refused
 // ev, a finding about it (not a still-unknown one, which is what a
 // reschedule writes): finding_invalid when the core refused it,
-// store_refused when the store did; "" otherwise.
+// store_rejected when the store did; "" otherwise.
 func refusedFinding(ev core.Event, err error) ErrorCode {
 	if err == nil || ev.Kind != core.EventResolve || ev.Verdict == core.VerdictStillUnknown {
 		return ""
@@ -269,8 +269,8 @@ func refusedFinding(ev core.Event, err error) ErrorCode {
 	switch {
 	case store.BadInput(err):
 		return codeFindingInvalid
-	case errors.Is(err, store.ErrRefused):
-		return codeStoreRefused
+	case errors.Is(err, store.ErrRejected):
+		return codeStoreRejected
 	}
 	return ""
 }

@@ -49,9 +49,12 @@
 //     byte for byte. Not a code of idem.Error (idem.Code), which names how
 //     the executor answered.
 //   - refused: the core's answer to input it does not take (Refused: one of
-//     its errors, nothing changed); a store refuses too, for good
-//     (store.ErrRefused), which is another set: store.BadInput is the
-//     caller's input the core refused.
+//     its errors, nothing changed); store.BadInput is the caller's input the
+//     core refused. Only the core refuses.
+//   - rejected: a store's definite "no" to a write (store.ErrRejected: a
+//     constraint, a column type, a driver bug), which the same write sent
+//     again would get again. Not refused (the core's), and not an outage
+//     (idem.ErrStoreRejected, 500, never a reason to execute).
 //   - max: a ceiling (KeyBytesMax, Policy.KeyBytesMax, TTLMax). A package
 //     ceiling and a policy's field of the same name: the field may narrow
 //     the package's, never widen it.

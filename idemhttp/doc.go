@@ -40,8 +40,8 @@
 //   - a key whose outcome is unknown is answered 409 outcome_unknown with
 //     Retry-After until the reconciler settles it;
 //   - a store failure is answered 503 with Retry-After, and the handler does
-//     not run; a store that refuses the record for good (store.ErrRefused)
-//     is answered 500 idempotency_store_refused, without Retry-After.
+//     not run; a store that rejects the record for good (store.ErrRejected)
+//     is answered 500 idempotency_store_rejected, without Retry-After.
 //
 // Every refusal is an RFC 9457 application/problem+json body whose type is
 // ProblemTypeBase + code (problems.md documents each) and whose "code" is the

@@ -350,7 +350,7 @@ func TestProblemTypeURIsAreStable(t *testing.T) {
 		idem.CodeOutcomeUnknown:   page + "outcome_unknown",
 		idem.CodeNotExecuted:      page + "not_executed",
 		idem.CodeStoreUnavailable: page + "idempotency_store_unavailable",
-		idem.CodeStoreRefused:     page + "idempotency_store_refused",
+		idem.CodeStoreRejected:    page + "idempotency_store_rejected",
 		idem.CodeResponseInvalid:  page + "response_invalid",
 		CodeRequestTooLarge:       page + "request_too_large",
 		CodeUnauthenticated:       page + "unauthenticated",
@@ -390,7 +390,7 @@ func TestRetryAfterOnEveryComeBackProblem(t *testing.T) {
 			}
 		}
 	}
-	for _, e := range []*idem.Error{idem.ErrInvalidKey, idem.ErrInvalidRequest, idem.ErrKeyMisuse, idem.ErrNotExecuted, idem.ErrStoreRefused, idem.ErrResponseInvalid} {
+	for _, e := range []*idem.Error{idem.ErrInvalidKey, idem.ErrInvalidRequest, idem.ErrKeyMisuse, idem.ErrNotExecuted, idem.ErrStoreRejected, idem.ErrResponseInvalid} {
 		rec := httptest.NewRecorder()
 		WriteProblem(rec, problemOf(e))
 		if got := rec.Header().Get("Retry-After"); got != "" || rec.Code != e.Status {

@@ -59,7 +59,7 @@ var problemTitles = map[idem.Code]string{
 	idem.CodeOutcomeUnknown:   "The outcome of the request with this Idempotency-Key is not known yet",
 	idem.CodeNotExecuted:      "The request was not executed",
 	idem.CodeStoreUnavailable: "The idempotency store is unavailable",
-	idem.CodeStoreRefused:     "The idempotency store refused the request's record",
+	idem.CodeStoreRejected:    "The idempotency store rejected the request's record",
 	idem.CodeResponseInvalid:  "The response cannot be stored for replay",
 	CodeRequestTooLarge:       "The request body is too large",
 	CodeUnauthenticated:       "The request is not authenticated",
@@ -72,7 +72,7 @@ var problemTitles = map[idem.Code]string{
 func ProblemCodes() []idem.Code {
 	return []idem.Code{
 		idem.CodeInvalidKey, idem.CodeInvalidRequest, idem.CodeKeyMisuse, idem.CodeInProgress,
-		idem.CodeOutcomeUnknown, idem.CodeNotExecuted, idem.CodeStoreUnavailable, idem.CodeStoreRefused, idem.CodeResponseInvalid,
+		idem.CodeOutcomeUnknown, idem.CodeNotExecuted, idem.CodeStoreUnavailable, idem.CodeStoreRejected, idem.CodeResponseInvalid,
 		CodeRequestTooLarge, CodeUnauthenticated, CodeUnsupportedMediaType, CodeRequestCancelled,
 	}
 }
@@ -138,8 +138,8 @@ func detailOf(e *idem.Error) string {
 		return "an earlier attempt with this key may have executed; it is being reconciled and is never executed twice: retry after Retry-After seconds"
 	case idem.CodeStoreUnavailable:
 		return "nothing was executed: retry after Retry-After seconds"
-	case idem.CodeStoreRefused:
-		return "nothing was executed: the server's idempotency store refused to keep this request's record, and will refuse it again until the server is fixed"
+	case idem.CodeStoreRejected:
+		return "nothing was executed: the server's idempotency store rejected this request's record, and will reject it again until the server is fixed"
 	}
 	return ""
 }

@@ -118,16 +118,16 @@ var execMutants = []Mutant{
 	// ---- executor: issue 20 (refusals, lease deadline, replay copy, workers)
 	{
 		ID: "exec-refused-as-outage", File: "flow.go",
-		Old:    "\tif errors.Is(err, store.ErrRefused) {\n\t\treturn newError(ErrStoreRefused, err, 0)\n\t}\n",
+		Old:    "\tif errors.Is(err, store.ErrRejected) {\n\t\treturn newError(ErrStoreRejected, err, 0)\n\t}\n",
 		New:    "",
-		Desc:   "a store's refusal for good is answered as an outage (503, retry)",
-		Breaks: "§5 rule \"a deterministic refusal by a store is a refusal with its own error, never an outage\"",
+		Desc:   "a store's rejection for good is answered as an outage (503, retry)",
+		Breaks: "§5 rule \"a deterministic rejection by a store is a rejection with its own error, never an outage\"",
 	},
 	{
 		ID: "exec-refused-outcome-kept-in-progress", File: "flow.go",
-		Old:    "\tcase err != nil && errors.Is(err, store.ErrRefused) && outcome:\n",
-		New:    "\tcase err != nil && errors.Is(err, store.ErrRefused) && outcome && false:\n",
-		Desc:   "an outcome the store refuses leaves the key in_progress until its lease ends, instead of handing it to the reconciler",
+		Old:    "\tcase err != nil && errors.Is(err, store.ErrRejected) && outcome:\n",
+		New:    "\tcase err != nil && errors.Is(err, store.ErrRejected) && outcome && false:\n",
+		Desc:   "an outcome the store rejects leaves the key in_progress until its lease ends, instead of handing it to the reconciler",
 		Breaks: "§5 refusal rule; §6.5 no zombie (the key waits a whole lease)",
 	},
 	{
@@ -188,17 +188,17 @@ var execMutants = []Mutant{
 	},
 	{
 		ID: "exec-refused-finding-retried", File: "workers.go",
-		Old:    "\tcase errors.Is(err, store.ErrRefused):\n\t\treturn codeStoreRefused\n",
+		Old:    "\tcase errors.Is(err, store.ErrRejected):\n\t\treturn codeStoreRejected\n",
 		New:    "",
-		Desc:   "a finding the store refuses is not rescheduled: it stays first in every batch",
+		Desc:   "a finding the store rejects is not rescheduled: it stays first in every batch",
 		Breaks: "§6.5 no zombie; issue 20 §1",
 	},
 	{
 		ID: "exec-refused-counted-as-error", File: "metrics.go",
-		Old:    "\tcase errors.Is(err, store.ErrRefused):\n\t\tm.Add(CounterStoreRefused, Labels{UseCase: useCase, Event: ev.String()}, 1)\n",
-		New:    "\tcase errors.Is(err, store.ErrRefused):\n\t\tm.Add(CounterStoreError, Labels{UseCase: useCase, Event: ev.String()}, 1)\n",
-		Desc:   "a store's refusal is counted as a store error (an outage)",
-		Breaks: "§7 counters: store.refused",
+		Old:    "\tcase errors.Is(err, store.ErrRejected):\n\t\tm.Add(CounterStoreRejected, Labels{UseCase: useCase, Event: ev.String()}, 1)\n",
+		New:    "\tcase errors.Is(err, store.ErrRejected):\n\t\tm.Add(CounterStoreError, Labels{UseCase: useCase, Event: ev.String()}, 1)\n",
+		Desc:   "a store's rejection is counted as a store error (an outage)",
+		Breaks: "§7 counters: store.rejected",
 	},
 	// ---- issue 21 §2: Do's protocol, checked on virtual time ------------
 	{

@@ -53,7 +53,7 @@ var simMutants = []Mutant{
 		Old:    `if strings.ContainsAny(h.Value, "\r\n\x00") {`,
 		New:    `if strings.ContainsAny(h.Name, "\r\n\x00") {`,
 		Desc:   "the response-splitting rule looks for CR and LF in header names instead of values",
-		Breaks: "§3 bad input refused (invariant 9: a stored header value with CR LF passes)",
+		Breaks: "§3 bad input rejected (invariant 9: a stored header value with CR LF passes)",
 	},
 	// ---- sim/check_live.go ---------------------------------------------
 	{

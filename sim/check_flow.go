@@ -37,11 +37,11 @@ import (
 // checker's methods (this file) write it.
 type flowWatch struct {
 	inFlight bool // an in-flight answer was heard
-	// reserveRefused: the store refused the reserve for good.
-	reserveRefused bool
-	inFlightNow    time.Time // the store's time of the first
-	lastNow        time.Time // the store's time of the latest reserve answer
-	waited         int64     // virtual time spent in the waits the host performed
+	// reserveRejected: the store rejected the reserve for good.
+	reserveRejected bool
+	inFlightNow     time.Time // the store's time of the first
+	lastNow         time.Time // the store's time of the latest reserve answer
+	waited          int64     // virtual time spent in the waits the host performed
 
 	ended   int64          // how the action ended, plus one (0: it has not)
 	outcome core.EventKind // the first event applied once the action ended (0: none yet)
@@ -111,7 +111,7 @@ func (c *checker) flowHeard(call *serverCall, ev core.EventKind, sent int64, a *
 		switch {
 		case coreRefused && (ev == core.EventFail || ev == core.EventMarkUnknown):
 			c.failAs(invExecutor, call.scope, "attempt %d's %v was refused by the core: %v", call.token, ev, err)
-		case coreRefused || errors.Is(err, store.ErrRefused):
+		case coreRefused || errors.Is(err, store.ErrRejected):
 			if ev == core.EventComplete || ev == core.EventFail {
 				call.watch.refused = ev
 			}
@@ -120,7 +120,7 @@ func (c *checker) flowHeard(call *serverCall, ev core.EventKind, sent int64, a *
 	}
 	fw := &call.watch
 	if err != nil {
-		fw.reserveRefused = errors.Is(err, store.ErrRefused)
+		fw.reserveRejected = errors.Is(err, store.ErrRejected)
 		return
 	}
 	fw.lastNow = a.Now
@@ -231,8 +231,8 @@ func (c *checker) flowDone(call *serverCall, eff *idem.Effect) {
 	}
 	_, err := call.call.Result()
 	var e *idem.Error
-	if fw.reserveRefused && (!errors.As(err, &e) || e.Code != idem.CodeStoreRefused) {
-		c.failAs(invExecutor, call.scope, "the store refused the reserve for good, and it was answered %v, not %s: a refusal is not an outage", err, idem.CodeStoreRefused)
+	if fw.reserveRejected && (!errors.As(err, &e) || e.Code != idem.CodeStoreRejected) {
+		c.failAs(invExecutor, call.scope, "the store rejected the reserve for good, and it was answered %v, not %s: a rejection is not an outage", err, idem.CodeStoreRejected)
 		return
 	}
 	if call.att.gone || !errors.As(err, &e) || e.Code != idem.CodeInProgress {

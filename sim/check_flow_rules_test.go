@@ -240,14 +240,14 @@ func TestOwnershipRule(t *testing.T) {
 	}
 }
 
-// TestRefusedOutcomeRules: an outcome the core or the store refuses for
+// TestRefusedOutcomeRules: an outcome the core refuses or the store rejects for
 // good is followed by a MarkUnknown of the attempt (the key goes to the
 // reconciler at once), never by the end of the flow; the Flow never hands
 // the core a Fail or a MarkUnknown it refuses; a Fail keeps the action's
 // error code where the rules take it, else the default.
 func TestRefusedOutcomeRules(t *testing.T) {
 	w, reqs := ruleWorld(t, 1)
-	refusedByStore := fmt.Errorf("refused: %w", store.ErrRefused)
+	rejectedByStore := fmt.Errorf("rejected: %w", store.ErrRejected)
 	refusedByCore := core.ErrInvalidErrorCode
 	for _, c := range []struct {
 		what string
@@ -256,11 +256,11 @@ func TestRefusedOutcomeRules(t *testing.T) {
 		next core.EventKind // 0: the flow ends
 		want int
 	}{
-		{"a completion the store refused, then a mark", core.EventComplete, refusedByStore, core.EventMarkUnknown, -1},
+		{"a completion the store rejected, then a mark", core.EventComplete, rejectedByStore, core.EventMarkUnknown, -1},
 		{"a completion the core refused, then a mark", core.EventComplete, core.ErrResponseTooLarge, core.EventMarkUnknown, -1},
-		{"a failure the store refused, then a mark", core.EventFail, refusedByStore, core.EventMarkUnknown, -1},
-		{"a completion the store refused, then the end", core.EventComplete, refusedByStore, 0, invExecutor},
-		{"a completion the store refused, then a failure", core.EventComplete, refusedByStore, core.EventFail, invExecutor},
+		{"a failure the store rejected, then a mark", core.EventFail, rejectedByStore, core.EventMarkUnknown, -1},
+		{"a completion the store rejected, then the end", core.EventComplete, rejectedByStore, 0, invExecutor},
+		{"a completion the store rejected, then a failure", core.EventComplete, rejectedByStore, core.EventFail, invExecutor},
 		{"a failure the core refused", core.EventFail, refusedByCore, core.EventMarkUnknown, invExecutor},
 		{"a mark the core refused", core.EventMarkUnknown, refusedByCore, 0, invExecutor},
 		{"a completion the store failed (an outage), then the end", core.EventComplete, errStoreDown, 0, -1},
@@ -294,16 +294,16 @@ func TestRefusedOutcomeRules(t *testing.T) {
 	}
 }
 
-// TestRefusedReserveRule: a reserve the store refused for good is
-// answered as a refusal (idempotency_store_refused), never as an outage.
-func TestRefusedReserveRule(t *testing.T) {
+// TestRejectedReserveRule: a reserve the store rejected for good is
+// answered as a rejection (idempotency_store_rejected), never as an outage.
+func TestRejectedReserveRule(t *testing.T) {
 	w, reqs := ruleWorld(t, 1)
 	for _, c := range []struct {
 		what string
 		err  error
 		want int
 	}{
-		{"a refusal answered as one", fmt.Errorf("constraint: %w", store.ErrRefused), -1},
+		{"a rejection answered as one", fmt.Errorf("constraint: %w", store.ErrRejected), -1},
 		{"an outage answered as one", errStoreDown, -1},
 	} {
 		call := flowRuleCall(t, w, reqs[0])
@@ -313,7 +313,7 @@ func TestRefusedReserveRule(t *testing.T) {
 		expect(t, w, c.want, c.what)
 	}
 	call := flowRuleCall(t, w, reqs[0])
-	w.check.flowHeard(call, core.EventReserve, 0, nil, fmt.Errorf("constraint: %w", store.ErrRefused))
+	w.check.flowHeard(call, core.EventReserve, 0, nil, fmt.Errorf("constraint: %w", store.ErrRejected))
 	call.call.Applied(&store.Applied{}, errStoreDown) // the Flow told of an outage instead
 	w.check.flowDone(call, call.call.Next())
 	expect(t, w, invExecutor, "a refusal answered as an outage")

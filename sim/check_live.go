@@ -74,7 +74,7 @@ func (l *live) heard(c *liveCall, ev core.Event, a *store.Applied, err error, se
 		if c.acted && err == nil && c.ctx.Err() != nil {
 			l.played.outcomeAfterLeft++
 		}
-		if c.acted && err != nil && !errors.Is(err, errStoreDown) && !store.BadInput(err) && !errors.Is(err, store.ErrRefused) {
+		if c.acted && err != nil && !errors.Is(err, errStoreDown) && !store.BadInput(err) && !errors.Is(err, store.ErrRejected) {
 			// The store did not fail, yet the outcome was not written: the
 			// write did not outlive its caller (SPEC §5: a client that
 			// disconnects must not turn a charge into an unknown).

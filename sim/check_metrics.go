@@ -31,7 +31,7 @@ var (
 	serverCounters = []idem.Counter{
 		idem.CounterReserveCreated, idem.CounterReserveReplay, idem.CounterReserveInProgress, idem.CounterReserveKeyMisuse,
 		idem.CounterReserveFailedRetry, idem.CounterReserveUnknown, idem.CounterZombieKey, idem.CounterReconcileScheduled,
-		idem.CounterStoreRefused,
+		idem.CounterStoreRejected,
 	}
 	allCounters = append(serverCounters[:len(serverCounters):len(serverCounters)],
 		idem.CounterTTLPruned, idem.CounterReconcileResolved, idem.CounterReconcileFailed)
@@ -42,8 +42,8 @@ func (r *counterRecount) heard(ev core.EventKind, a *store.Applied, err error) {
 	if err != nil {
 		// Nothing the caller knows applied. A refusal for good is counted
 		// apart from an outage (SPEC §5, issue 20 §1).
-		if errors.Is(err, store.ErrRefused) {
-			r.n[idem.CounterStoreRefused]++
+		if errors.Is(err, store.ErrRejected) {
+			r.n[idem.CounterStoreRejected]++
 		}
 		return
 	}

@@ -7,7 +7,7 @@ import (
 // The workers' contracts (issue 20 §1 and §4), by what the world saw them
 // do: Sweeper.RunOnce says how many records it changed or deleted (a loop
 // that drains until it answers 0 stops early otherwise); a finding the
-// store refuses for good is rescheduled, as still unknown with backoff,
+// store rejects for good is rescheduled, as still unknown with backoff,
 // in the run that found it, not left first in every batch.
 
 // workerRan hears a run of worker a end, answering n (and err).
@@ -19,14 +19,14 @@ func (c *checker) workerRan(a *workerActor, n int, err error) {
 		return
 	}
 	for _, p := range a.refused {
-		c.failAs(invExecutor, p.scope, "the store refused the finding about attempt %d, and the reconciler did not reschedule it in that run", p.token)
+		c.failAs(invExecutor, p.scope, "the store rejected the finding about attempt %d, and the reconciler did not reschedule it in that run", p.token)
 	}
 	a.refused = a.refused[:0]
 }
 
-// findingRefused hears the store refuse a finding of reconciler a's about
+// findingRejected hears the store reject a finding of reconciler a's about
 // the attempt token of scope: a still-unknown Resolve of it must follow.
-func (c *checker) findingRefused(a *workerActor, scope int32, token core.Token) {
+func (c *checker) findingRejected(a *workerActor, scope int32, token core.Token) {
 	a.refused = append(a.refused, attemptID{scope, token})
 }
 

@@ -23,16 +23,16 @@ func TestSweepCountRule(t *testing.T) {
 	expect(t, w, -1, "a reconciler's count is its settled records, not its writes")
 }
 
-// TestRefusedFindingRule: a finding the store refused is rescheduled (a
+// TestRejectedFindingRule: a finding the store rejected is rescheduled (a
 // call about its record follows) in the run that found it.
-func TestRefusedFindingRule(t *testing.T) {
+func TestRejectedFindingRule(t *testing.T) {
 	w, reqs := ruleWorld(t, 2)
 	a := w.reconcileActor
-	w.check.findingRefused(a, reqs[0].scope, 7)
+	w.check.findingRejected(a, reqs[0].scope, 7)
 	w.check.rescheduled(a, reqs[1].scope) // a call about another record
 	w.check.workerRan(a, 0, nil)
 	expect(t, w, invExecutor, "a refused finding never rescheduled")
-	w.check.findingRefused(a, reqs[0].scope, 7)
+	w.check.findingRejected(a, reqs[0].scope, 7)
 	w.check.rescheduled(a, reqs[0].scope)
 	w.check.workerRan(a, 0, nil)
 	expect(t, w, -1, "a refused finding rescheduled")

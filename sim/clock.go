@@ -23,7 +23,7 @@ import (
 //
 // The store is never ahead of the world: the gateway judges an attempt's
 // deadline (a lease end, on the store's clock) by the world's clock, and a
-// store behind it only makes the gateway refuse earlier than the store's
+// store behind it only makes the gateway reject earlier than the store's
 // lease ends. Truncation keeps it behind too. But a store behind by most of
 // a lease would leave an attempt no time at all before its deadline, and
 // nothing would ever execute: grain and skew stay under 3/4 of the lease.

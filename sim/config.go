@@ -37,7 +37,7 @@ const (
 	FaultBadInput                          // a key with a space at an end, or a server (re)started with a policy out of range
 	FaultStoreTokenStale                   // a Load hands out the record's own token as fresh (a driver whose token sequence lags: restored, or not persisted)
 	FaultCompleteInDiffers                 // an action completes in its own transaction (Attempt.CompleteIn), then returns that response with a header value changed
-	FaultStoreRefuse                       // the store refuses, for good, every write of a response over 32 KiB (a column narrower than the policy's limit) until the faults stop
+	FaultStoreReject                       // the store rejects, for good, every write of a response over 32 KiB (a column narrower than the policy's limit) until the faults stop
 	FaultActionPanic                       // the action panics after its gateway call answered: recorded unknown, then raised again
 	FaultActionDeaf                        // told its lease is lost, the action ignores its context and returns what its gateway call answers: a late owner
 	faultCount
@@ -48,7 +48,7 @@ var faultNames = [faultCount]string{
 	"gateway_reject", "gateway_refuse", "gateway_slow", "store_error_before", "store_error_after",
 	"store_latency", "pause", "disconnect", "duplicate", "key_misuse", "gateway_odd_answer",
 	"gateway_stall", "heartbeat_stall", "check_bad", "store_clock_back", "bad_input",
-	"store_token_stale", "complete_in_differs", "store_refuse", "action_panic", "action_deaf",
+	"store_token_stale", "complete_in_differs", "store_reject", "action_panic", "action_deaf",
 }
 
 func (f Fault) String() string {

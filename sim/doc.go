@@ -39,12 +39,12 @@
 //   - A foreign host (foreign.go), a host of the core in another runtime
 //     with none of the executor's validation, sends what the executor
 //     refused (bad keys, error codes out of the alphabet or one byte too
-//     long) straight to the store, whose Step must refuse them.
+//     long) straight to the store, whose Step must reject them.
 //   - The store is the real memstore behind faultyStore, which makes calls
 //     fail before they apply or after a write applied (an ambiguous commit),
 //     on FaultStoreTokenStale has a Load hand out the record's own token
 //     as fresh, a driver bug the core must refuse (ErrTokenNotFresh), and on
-//     FaultStoreRefuse refuses for good (store.ErrRefused) every write of a
+//     FaultStoreReject rejects for good (store.ErrRejected) every write of a
 //     response over 32 KiB, and the records of keys that end in 'f', until
 //     the faults stop: the executor must answer a refused reserve as a
 //     refusal and hand a refused outcome's key to the reconciler, which

@@ -13,7 +13,7 @@ import (
 // refusals (SPEC §5: "Step refuses a scope that is not one"; "what a driver
 // cannot store, the core refuses before anything runs"). Under
 // FaultBadInput the world has one send what the executor refused, and bad
-// error codes, straight to the store, whose Step must refuse them and
+// error codes, straight to the store, whose Step must reject them and
 // write nothing. It steps the memory store directly: its probes are
 // refused, or answered Stale, so they never change the world, and one
 // that were taken is a violation at once.

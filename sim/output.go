@@ -58,7 +58,7 @@ func (c *Config) Describe() string {
 	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffMax)
 	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)
 	fmt.Fprintf(&b, "\nphases:     faults for %v of arrivals, then healing", c.Arrival)
-	b.WriteString("\nchecks:     SPEC §6 invariants 1-7; SPEC §5 and the drawn policy on every store write (8); bad input refused (9); time boundaries (10); the executor's contract (11); the §7 counters (12)")
+	b.WriteString("\nchecks:     SPEC §6 invariants 1-7; SPEC §5 and the drawn policy on every store write (8); bad input rejected (9); time boundaries (10); the executor's contract (11); the §7 counters (12)")
 	if c.LinCheck {
 		b.WriteString("; the store's history for linearizability (0)")
 	}

@@ -110,17 +110,17 @@ func TestFaultsFire(t *testing.T) {
 	}
 	for _, c := range r.Counters {
 		// Rare by design: TTLs, give-ups, and refusals (which need a large
-		// answer; TestStoreRefusalsFire makes them).
-		if c.Value == 0 && !strings.Contains(c.Name, "ttl_pruned") && !strings.Contains(c.Name, "reconcile.failed") && !strings.Contains(c.Name, "store.refused") {
+		// answer; TestStoreRejectionsFire makes them).
+		if c.Value == 0 && !strings.Contains(c.Name, "ttl_pruned") && !strings.Contains(c.Name, "reconcile.failed") && !strings.Contains(c.Name, "store.rejected") {
 			t.Errorf("counter %s stayed 0", c.Name)
 		}
 	}
 }
 
-// TestStoreRefusalsFire: with many large answers, the store refuses to keep
-// some (FaultStoreRefuse), the refusals are counted as such and not as
+// TestStoreRejectionsFire: with many large answers, the store rejects
+// some (FaultStoreReject), the rejections are counted as such and not as
 // outages, and every invariant holds.
-func TestStoreRefusalsFire(t *testing.T) {
+func TestStoreRejectionsFire(t *testing.T) {
 	cfg := allFaultsAt(0.05)
 	cfg.FaultRate[FaultGatewayOddAnswer] = 0.5
 	for seed := uint64(1); seed <= 5; seed++ {
@@ -131,13 +131,13 @@ func TestStoreRefusalsFire(t *testing.T) {
 		}
 		refused := 0
 		for _, e := range r.Events {
-			if e.What == WhatStoreRefused {
+			if e.What == WhatStoreRejected {
 				refused++
 			}
 		}
 		var counted uint64
 		for _, c := range r.Counters {
-			if c.Name == idem.CounterStoreRefused.Name() {
+			if c.Name == idem.CounterStoreRejected.Name() {
 				counted = c.Value
 			}
 		}

@@ -95,41 +95,41 @@ var (
 func (s *faultyStore) failBefore() bool { return s.w.fault(FaultStoreErrorBefore, s.w.rng.store) }
 
 // storeColumnBytes is the largest response body the store holds while it
-// refuses (FaultStoreRefuse): the gateway's large answers are over it.
+// rejects (FaultStoreReject): the gateway's large answers are over it.
 const storeColumnBytes = 32 << 10
 
-// refuses reports whether the store refuses, for good, a write that stores
-// resp (store.ErrRefused): on the seeds with FaultStoreRefuse, until the
+// rejects reports whether the store rejects, for good, a write that stores
+// resp (store.ErrRejected): on the seeds with FaultStoreReject, until the
 // faults stop (an operator widened the column). It is not drawn per call:
-// the same write is refused every time.
-func (s *faultyStore) refuses(resp *core.Response) bool {
-	return s.w.rates[FaultStoreRefuse] > 0 && !s.w.healed && len(resp.Body) > storeColumnBytes
+// the same write is rejected every time.
+func (s *faultyStore) rejects(resp *core.Response) bool {
+	return s.w.rates[FaultStoreReject] > 0 && !s.w.healed && len(resp.Body) > storeColumnBytes
 }
 
-// refusesKey reports whether the store refuses, for good, to insert a
+// rejectsKey reports whether the store rejects, for good, an insert of a
 // record of key: on the same seeds, the keys that end in 'f' (a sixteenth:
 // a constraint the key breaks), until the faults stop. A reserve of such a
-// key is refused, and must be answered as a refusal, not an outage.
-func (s *faultyStore) refusesKey(key string) bool {
-	return s.w.rates[FaultStoreRefuse] > 0 && !s.w.healed && key != "" && key[len(key)-1] == 'f'
+// key is rejected, and must be answered as a rejection, not an outage.
+func (s *faultyStore) rejectsKey(key string) bool {
+	return s.w.rates[FaultStoreReject] > 0 && !s.w.healed && key != "" && key[len(key)-1] == 'f'
 }
 
-// errKeyRefused is the store's refusal to insert a record of a key it
+// errKeyRejected is the store's rejection of an insert of a record of a key it
 // cannot hold.
-var errKeyRefused = fmt.Errorf("sim: the store refuses a record of this key (a constraint): %w", store.ErrRefused)
+var errKeyRejected = fmt.Errorf("sim: the store rejects a record of this key (a constraint): %w", store.ErrRejected)
 
-// refused is the store's refusal of a write of resp, told to the caller's
-// meta: a reconciler's finding that the store refuses is rescheduled as
+// rejected is the store's rejection of a write of resp, told to the caller's
+// meta: a reconciler's finding that the store rejects is rescheduled as
 // still unknown, which is what the lifecycle checker must then see.
-func (c callerStore) refused(scope core.Scope, token core.Token, resp *core.Response) error {
+func (c callerStore) rejected(scope core.Scope, token core.Token, resp *core.Response) error {
 	if f := c.meta.finding; f != nil && f.verdict == core.VerdictExecuted {
 		f.verdict, f.response = core.VerdictStillUnknown, core.Response{}
 		if i, ok := c.s.w.scopeIndex(scope); ok && c.meta.worker != nil {
-			c.s.w.check.findingRefused(c.meta.worker, i, token) // check_workers.go
+			c.s.w.check.findingRejected(c.meta.worker, i, token) // check_workers.go
 		}
 	}
-	c.s.w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatStoreRefused, Arg: int64(len(resp.Body))})
-	return fmt.Errorf("sim: a %d-byte response is over the store's column (%d bytes): %w", len(resp.Body), storeColumnBytes, store.ErrRefused)
+	c.s.w.log(TraceEvent{Scope: c.meta.scope, Actor: ActorStore, What: WhatStoreRejected, Arg: int64(len(resp.Body))})
+	return fmt.Errorf("sim: a %d-byte response is over the store's column (%d bytes): %w", len(resp.Body), storeColumnBytes, store.ErrRejected)
 }
 
 func (c callerStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, error) {
@@ -167,13 +167,13 @@ func (c callerStore) write(ctx context.Context, kind core.WriteKind, rec *core.R
 		c.record(kind, rec, v, t, linearizability.EndedFailed)
 		return errStoreDown
 	}
-	if kind != core.WriteDelete && s.refuses(&rec.Response) {
+	if kind != core.WriteDelete && s.rejects(&rec.Response) {
 		c.record(kind, rec, v, t, linearizability.EndedFailed)
-		return c.refused(rec.Scope, rec.Token, &rec.Response)
+		return c.rejected(rec.Scope, rec.Token, &rec.Response)
 	}
-	if kind == core.WriteInsert && s.refusesKey(rec.Scope.Key) {
+	if kind == core.WriteInsert && s.rejectsKey(rec.Scope.Key) {
 		c.record(kind, rec, v, t, linearizability.EndedFailed)
-		return errKeyRefused
+		return errKeyRejected
 	}
 	var err error
 	switch kind {
@@ -271,18 +271,18 @@ func (c callerApplier) Apply(ctx context.Context, scope core.Scope, ev core.Even
 			w.lifeHistory(c.meta, op)
 			return errStoreDown
 		}
-		if ev.Kind == core.EventReserve && s.refusesKey(scope.Key) {
-			// The statement would insert the record: refused whatever it finds.
+		if ev.Kind == core.EventReserve && s.rejectsKey(scope.Key) {
+			// The statement would insert the record: rejected whatever it finds.
 			op.Ended = linearizability.EndedFailed
 			w.lifeHistory(c.meta, op)
-			return errKeyRefused
+			return errKeyRejected
 		}
-		if storesResponse(&ev) && s.refuses(&ev.Response) {
-			// The statement carries the response: refused whatever the
-			// record holds (as a database refuses a value for its column).
+		if storesResponse(&ev) && s.rejects(&ev.Response) {
+			// The statement carries the response: rejected whatever the
+			// record holds (as a database rejects a value for its column).
 			op.Ended = linearizability.EndedFailed
 			w.lifeHistory(c.meta, op)
-			return c.refused(scope, ev.Token, &ev.Response)
+			return c.rejected(scope, ev.Token, &ev.Response)
 		}
 		err := c.s.inner.Apply(ctx, scope, ev, p, out) // the memory store's errors are the core's: nothing written
 		op.SetApplied(ev, out, err)
@@ -338,7 +338,7 @@ func (c callerStore) applied(rec *core.Record, kind core.WriteKind, expect core.
 }
 
 // calling hears a call of c's caller about scope: for a reconciler with a
-// refused finding about it, the call that reschedules it.
+// rejected finding about it, the call that reschedules it.
 func (c callerStore) calling(scope core.Scope) {
 	if wk := c.meta.worker; wk != nil && len(wk.refused) > 0 {
 		if i, ok := c.s.w.scopeIndex(scope); ok {

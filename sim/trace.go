@@ -30,39 +30,39 @@ func (a Actor) String() string { return actorNames[a] }
 type What uint8
 
 const (
-	WhatSend         What = iota // client sends attempt Arg to server Arg2
-	WhatLost                     // a message was lost (Arg: 0 request, 1 response)
-	WhatAnswer                   // client receives status Arg
-	WhatDone                     // client has its definitive answer, status Arg
-	WhatRefused                  // client's connection refused (server down)
-	WhatTimeout                  // client's attempt Arg timed out
-	WhatDecision                 // server: the core decided Arg (core.DecisionKind) for event Arg2 (core.EventKind)
-	WhatStoreError               // server: a store call failed (Arg: event kind)
-	WhatWrite                    // store: a write applied (Arg: core.WriteKind, Arg2: new status); Token = new token
-	WhatFaultAfter               // store: the write applied, then the caller was told it failed
-	WhatCharge                   // gateway: charged (Arg: amount)
-	WhatDecline                  // gateway: declined the card
-	WhatDeadline                 // gateway: refused a request that arrived after its deadline
-	WhatGatewayCall              // server: calls the gateway for attempt Token
-	WhatActionEnded              // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown, 3 panicked)
-	WhatCrash                    // server crashed
-	WhatRestart                  // server restarted
-	WhatPause                    // server paused for Arg ns
-	WhatReply                    // server replies status Arg
-	WhatHeal                     // the fault phase ended
-	WhatStall                    // a gateway request or a heartbeat stalls (Arg: for how long)
-	WhatLeaseLost                // server: a heartbeat found the lease lost; the action is cancelled
-	WhatCheck                    // reconciler: its look at the ledger went wrong (Arg: how)
-	WhatStoreRefused             // store: refused a write for good (Arg: the response's body bytes)
-	WhatHangUp                   // client hangs up on attempt Arg (its servers' contexts are done)
-	WhatPanic                    // server: the action panicked; the Flow raises it again once recorded
+	WhatSend          What = iota // client sends attempt Arg to server Arg2
+	WhatLost                      // a message was lost (Arg: 0 request, 1 response)
+	WhatAnswer                    // client receives status Arg
+	WhatDone                      // client has its definitive answer, status Arg
+	WhatRefused                   // client's connection refused (server down)
+	WhatTimeout                   // client's attempt Arg timed out
+	WhatDecision                  // server: the core decided Arg (core.DecisionKind) for event Arg2 (core.EventKind)
+	WhatStoreError                // server: a store call failed (Arg: event kind)
+	WhatWrite                     // store: a write applied (Arg: core.WriteKind, Arg2: new status); Token = new token
+	WhatFaultAfter                // store: the write applied, then the caller was told it failed
+	WhatCharge                    // gateway: charged (Arg: amount)
+	WhatDecline                   // gateway: declined the card
+	WhatDeadline                  // gateway: refused a request that arrived after its deadline
+	WhatGatewayCall               // server: calls the gateway for attempt Token
+	WhatActionEnded               // server: the action ended (Arg: 0 completed, 1 not executed, 2 unknown, 3 panicked)
+	WhatCrash                     // server crashed
+	WhatRestart                   // server restarted
+	WhatPause                     // server paused for Arg ns
+	WhatReply                     // server replies status Arg
+	WhatHeal                      // the fault phase ended
+	WhatStall                     // a gateway request or a heartbeat stalls (Arg: for how long)
+	WhatLeaseLost                 // server: a heartbeat found the lease lost; the action is cancelled
+	WhatCheck                     // reconciler: its look at the ledger went wrong (Arg: how)
+	WhatStoreRejected             // store: rejected a write for good (Arg: the response's body bytes)
+	WhatHangUp                    // client hangs up on attempt Arg (its servers' contexts are done)
+	WhatPanic                     // server: the action panicked; the Flow raises it again once recorded
 	whatCount
 )
 
 var whatNames = [whatCount]string{
-	"send", "lost", "answer", "done", "refused", "timeout", "decision", "store_error", "write", "fault_after_write",
+	"send", "lost", "answer", "done", "rejected", "timeout", "decision", "store_error", "write", "fault_after_write",
 	"charge", "decline", "deadline", "gateway_call", "action_ended", "crash", "restart", "pause", "reply", "heal",
-	"stall", "lease_lost", "check_bad", "store_refused", "hang_up", "panic",
+	"stall", "lease_lost", "check_bad", "store_rejected", "hang_up", "panic",
 }
 
 func (w What) String() string {
@@ -143,8 +143,8 @@ func (e *TraceEvent) Text() string {
 		b.WriteString("action panicked")
 	case WhatCheck:
 		fmt.Fprintf(&b, "check goes wrong: %s", checkBadNames[e.Arg])
-	case WhatStoreRefused:
-		fmt.Fprintf(&b, "refuses to store a %d-byte response, for good", e.Arg)
+	case WhatStoreRejected:
+		fmt.Fprintf(&b, "rejects a %d-byte response, for good", e.Arg)
 	}
 	if e.Token != 0 {
 		fmt.Fprintf(&b, " [token %d]", e.Token)

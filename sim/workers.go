@@ -43,7 +43,7 @@ type workerActor struct {
 	siblingOn bool
 
 	// changed counts the writes of the run under way that the worker
-	// heard succeed, and refused the findings the store refused in it that
+	// heard succeed, and rejected the findings the store rejected in it that
 	// no call has rescheduled yet, for the checker (check_workers.go).
 	changed int
 	refused []attemptID

@@ -26,8 +26,8 @@
 // # Errors
 //
 // A driver returns ErrConflict (possibly wrapped) when a precondition did not
-// hold and nothing was written, ErrStoreFull when it refuses a new record
-// rather than evict a live one, ErrRefused (wrapped) when it refuses the call
+// hold and nothing was written, ErrStoreFull when it rejects a new record
+// rather than evict a live one, ErrRejected (wrapped) when it rejects the call
 // deterministically (bad data for the database, a constraint), and any other
 // error when it could not answer; a failed write may then have applied (an
 // ambiguous commit). Apply

@@ -53,20 +53,20 @@ func (k DueKind) String() string {
 // version and token (CompareAndSet, Delete). The caller loads and steps again.
 var ErrConflict = errors.New("idem/store: precondition failed")
 
-// ErrRefused is what a Store returns (wrapped, with the reason) when it
-// refuses a call deterministically: the database rejected the data or one
+// ErrRejected is what a Store returns (wrapped, with the reason) when it
+// rejects a call deterministically: the database rejected the data or one
 // of its constraints (in PostgreSQL a data exception or an integrity
 // violation other than the insert's unique key). Nothing was written, and
-// the same call would be refused again: it is neither an outage nor an
-// ambiguous commit. The executor answers it with idem.ErrStoreRefused (not
-// ErrStoreUnavailable), counts it in store.refused, and the reconciler
-// reschedules a record whose finding is refused instead of retrying it in
-// every batch. A driver should refuse nothing the core accepts (the
-// conformance suite stores every value the core allows); ErrRefused is for
+// the same call would be rejected again: it is neither an outage nor an
+// ambiguous commit. The executor answers it with idem.ErrStoreRejected (not
+// ErrStoreUnavailable), counts it in store.rejected, and the reconciler
+// reschedules a record whose finding is rejected instead of retrying it in
+// every batch. A driver should reject nothing the core accepts (the
+// conformance suite stores every value the core allows); ErrRejected is for
 // what a deployment added (a constraint, a column type) or a driver bug.
-var ErrRefused = errors.New("idem/store: refused by the store")
+var ErrRejected = errors.New("idem/store: rejected by the store")
 
-// ErrStoreFull is what a bounded store returns when it refuses a new record
+// ErrStoreFull is what a bounded store returns when it rejects a new record
 // rather than evict a live one.
 var ErrStoreFull = errors.New("idem/store: full")
 

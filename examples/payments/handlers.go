@@ -79,7 +79,7 @@ func createPayment(gw *Gateway) http.Handler {
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil || req.CustomerID == "" || req.AmountCents <= 0 || len(req.Currency) != 3 {
-			// Same payload, same answer: a refusal is stored and replayed
+			// Same payload, same answer: a rejection is stored and replayed
 			// too. It reads only fingerprinted fields, so it is the same
 			// answer for every request that shares the fingerprint.
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "want customerId, a positive amountCents and a 3-letter currency"})

@@ -49,11 +49,11 @@
 // # Flow commands (NewFlows)
 //
 //	begin flow=NAME fp= [key=]        Executor.Begin: the first effect
-//	apply flow=NAME [error=unavailable|refused|timeout [written]]
+//	apply flow=NAME [error=unavailable|rejected|timeout [written]]
 //	run flow=NAME status= body= | error=not_executed|failed|deadline|canceled [code=] | panic=
 //	waited flow=NAME elapsed=         the wait ended (Flow.Waited)
 //	gone flow=NAME                    the caller went away (Flow.Gone)
-//	beat flow=NAME [error=unavailable|refused|timeout]  a heartbeat, as Do's heart sends it
+//	beat flow=NAME [error=unavailable|rejected|timeout]  a heartbeat, as Do's heart sends it
 //	lease flow=NAME                   whether the lease is lost by now
 //
 // Each prints what the host did and what the Flow asks next ("effect: ...")
@@ -62,7 +62,7 @@
 // # Op commands (NewOps)
 //
 //	op event=KIND [event command's arguments]  store.NewOp: "next: load"
-//	call [error=unavailable|refused|timeout [written]]
+//	call [error=unavailable|rejected|timeout [written]]
 //
 // call makes the Op's next store call and prints what the store did, the
 // core's transition after a load, and "next: METHOD" or "done: ...".

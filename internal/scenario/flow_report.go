@@ -90,11 +90,11 @@ var errStoreDown = errors.New("connection refused")
 // storeFailure is the store error a command's error= names, as a driver
 // reports it (a *store.Error), or nil.
 func storeFailure(a args) error {
-	switch a.choice("error", 0, "", "unavailable", "refused", "timeout") {
+	switch a.choice("error", 0, "", "unavailable", "rejected", "timeout") {
 	case 1:
 		return &store.Error{Method: store.MethodApply, Err: errStoreDown}
 	case 2:
-		return &store.Error{Method: store.MethodApply, Err: store.ErrRefused}
+		return &store.Error{Method: store.MethodApply, Err: store.ErrRejected}
 	case 3:
 		return &store.Error{Method: store.MethodApply, Err: context.DeadlineExceeded}
 	}

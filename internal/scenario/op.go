@@ -64,7 +64,7 @@ func (s *Ops) start(a args) string {
 }
 
 // call makes the Op's next store call. error= fails it (unavailable,
-// refused, timeout), before it reached the store or, with written, after it
+// rejected, timeout), before it reached the store or, with written, after it
 // was made.
 func (s *Ops) call(a args) string {
 	a.only("at", "error", "written")
@@ -72,7 +72,7 @@ func (s *Ops) call(a args) string {
 		a.d.Fatalf(a.t, "call: no op is waiting for a call")
 	}
 	method := s.op.Next()
-	s.faulted.fail = []error{nil, errStoreDown, store.ErrRefused, context.DeadlineExceeded}[a.choice("error", 0, "", "unavailable", "refused", "timeout")]
+	s.faulted.fail = []error{nil, errStoreDown, store.ErrRejected, context.DeadlineExceeded}[a.choice("error", 0, "", "unavailable", "rejected", "timeout")]
 	s.faulted.written, s.faulted.did = a.has("written"), ""
 	s.op.Do(context.Background(), &s.faulted)
 	lines := []string{s.faulted.did}

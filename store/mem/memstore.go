@@ -22,7 +22,7 @@ type Options struct {
 	// forward by the monotonic clock. Inject a fake for tests and the simulator.
 	Clock func() time.Time
 	// RecordsMax bounds the number of records that are not tombstones; 0 (or
-	// less) means no bound. A full store refuses new records with
+	// less) means no bound. A full store rejects new records with
 	// store.ErrStoreFull: it never evicts a live record to make room. An
 	// expired record (a tombstone: no response, pruned after the policy's
 	// retention) frees its place, so that a full store recovers as soon as

@@ -149,7 +149,7 @@ func TestRacingCompletionsStoreOneResponse(t *testing.T) {
 				}
 			case core.DecisionConflict:
 				if snap.Record.Response.Equal(response(i % 4)) {
-					t.Errorf("racer %d refused although its response is the stored one", i)
+					t.Errorf("racer %d rejected although its response is the stored one", i)
 				}
 			default:
 				t.Errorf("racer %d: %v", i, d)

@@ -76,8 +76,8 @@
 // A unique violation is store.ErrConflict; a serialization failure or a
 // deadlock is retried (Options.SerializationRetries); any other data
 // exception (SQLSTATE class 22) or integrity violation (class 23: a
-// constraint or trigger a deployment added) is store.ErrRefused, since the
-// server refused the statement and nothing was written; a connection that
+// constraint or trigger a deployment added) is store.ErrRejected, since the
+// server rejected the statement and nothing was written; a connection that
 // could not be made wraps ErrNotSent (an outage, but nothing was sent); a
 // connection lost mid-statement or a statement timeout wraps ErrAmbiguous
 // (never ErrConflict, never success); the caller's cancelled context is its
@@ -92,7 +92,7 @@
 // bytea (migration 0003), like bodies and fingerprints; what stays text
 // (the scope, header names, error codes, the status) is held by the core to
 // alphabets that text keeps as they are in a UTF8 database (PostgreSQL's
-// default; another encoding refuses what it cannot hold, as ErrRefused).
+// default; another encoding rejects what it cannot hold, as ErrRejected).
 // The conformance suite stores every byte of each alphabet through every
 // write path.
 package pgxstore

@@ -43,12 +43,12 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlock)
 }
 
-// refusedCode reports whether the server refused a statement for what it
-// holds, so that sending it again would be refused again: a data exception
+// rejectedCode reports whether the server rejected a statement for what it
+// holds, so that sending it again would be rejected again: a data exception
 // (class 22: a value the column cannot hold, a deployment's trigger) or an
 // integrity violation (class 23: a constraint), except the unique key
 // violation, which is an insert's conflict.
-func refusedCode(code string) bool {
+func rejectedCode(code string) bool {
 	return len(code) == 5 && (code[:2] == "22" || code[:2] == "23") && code != codeUniqueViolation
 }
 
@@ -65,14 +65,14 @@ func notSent(err error) bool {
 // caller adds its own layer ("idem/store: due: ").
 type statementError struct {
 	what  string // the statement: load, insert, update, ...
-	class error  // ErrAmbiguous, ErrNotSent, store.ErrRefused or store.ErrConflict
+	class error  // ErrAmbiguous, ErrNotSent, store.ErrRejected or store.ErrConflict
 	cause error
 }
 
 var classLabels = map[error]string{
 	ErrAmbiguous:      "outcome unknown",
 	ErrNotSent:        "not sent",
-	store.ErrRefused:  "refused by the server (nothing was written)",
+	store.ErrRejected: "rejected by the server (nothing was written)",
 	store.ErrConflict: "precondition failed",
 }
 
@@ -102,16 +102,16 @@ func (e *contextError) Unwrap() error { return e.ctxErr }
 
 // classify maps a statement's error for the store's callers:
 //   - a unique violation is store.ErrConflict (an insert found a record);
-//   - any other data exception or integrity violation (refusedCode) is
-//     store.ErrRefused: the server refused the statement, which changed
-//     nothing, and would refuse it again;
+//   - any other data exception or integrity violation (rejectedCode) is
+//     store.ErrRejected: the server rejected the statement, which changed
+//     nothing, and would reject it again;
 //   - the caller's own context ending is its context error, so that a
 //     caller who went away is not counted as a store outage (the write may
 //     still have applied: it is not a success either);
 //   - an error before anything was sent (notSent) is ErrNotSent;
 //   - every other error is ambiguous (ErrAmbiguous): the connection died
 //     under the statement, or it was cancelled, and a write is never
-//     reported as done, nor as refused by its precondition, unless the
+//     reported as done, nor as failing its precondition, unless the
 //     server said so.
 //
 // A row the driver could not read (core.ErrInvalidRecord) is a bug, not an
@@ -130,8 +130,8 @@ func classify(ctx context.Context, what string, err error) error {
 	switch {
 	case errors.As(err, &pe) && pe.Code == codeUniqueViolation:
 		return &statementError{what, store.ErrConflict, err}
-	case pe != nil && refusedCode(pe.Code):
-		return &statementError{what, store.ErrRefused, err}
+	case pe != nil && rejectedCode(pe.Code):
+		return &statementError{what, store.ErrRejected, err}
 	case ctx.Err() != nil:
 		return &contextError{what, ctx.Err(), notSent(err)}
 	case notSent(err):

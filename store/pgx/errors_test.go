@@ -315,7 +315,7 @@ func TestUnreachableIsNotAmbiguous(t *testing.T) {
 		"due":             dueErr,
 		"apply":           s.Apply(ctx, testScope("unreachable-new"), core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p, new(store.Applied)),
 	} {
-		if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRefused) {
+		if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrAmbiguous) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrRejected) {
 			t.Errorf("%s with the server unreachable: %v, want ErrNotSent (not ambiguous)", what, err)
 		}
 	}
@@ -349,8 +349,8 @@ func TestErrorsNameTheDriverOnce(t *testing.T) {
 		want error
 	}{
 		{ctx, &pgconn.PgError{Code: codeQueryCanceled, Message: "canceling statement due to statement timeout"}, ErrAmbiguous},
-		{ctx, &pgconn.PgError{Code: "23514", Message: "violates check constraint"}, store.ErrRefused},
-		{ctx, &pgconn.PgError{Code: "22021", Message: "invalid byte sequence"}, store.ErrRefused},
+		{ctx, &pgconn.PgError{Code: "23514", Message: "violates check constraint"}, store.ErrRejected},
+		{ctx, &pgconn.PgError{Code: "22021", Message: "invalid byte sequence"}, store.ErrRejected},
 		{ctx, &pgconn.PgError{Code: codeUniqueViolation, ConstraintName: "records_pkey"}, store.ErrConflict},
 		{ctx, errors.New("unexpected EOF"), ErrAmbiguous},
 		{cancelled, errors.New("context canceled"), context.Canceled},

@@ -14,7 +14,7 @@ import (
 
 // What the core accepts into a record, byte by byte (SPEC §5: what the core
 // accepts, every driver stores byte for byte). A database column whose
-// alphabet is narrower (PostgreSQL text refuses invalid UTF-8) would
+// alphabet is narrower (PostgreSQL text rejects invalid UTF-8) would
 // charge a client and then fail to record the outcome, for ever.
 
 // tchars is every RFC 9110 token character (tchar), in byte order: the

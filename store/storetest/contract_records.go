@@ -63,7 +63,7 @@ func (c *contract) compareAndSet(t *testing.T) {
 	absent := sample(sc, time.Now(), load(t, s, sc).FreshToken, 2)
 	wantConflict(t, "compare-and-set of an absent scope", s.CompareAndSet(ctx, &absent, 1, absent.Token))
 	if r := load(t, s, sc).Record; r.Exists() {
-		t.Fatal("a refused compare-and-set created a record")
+		t.Fatal("a compare-and-set whose precondition failed created a record")
 	}
 	snap := load(t, s, sc)
 	v1 := sample(sc, snap.Now, snap.FreshToken, 1)
@@ -111,7 +111,7 @@ func (c *contract) delete(t *testing.T) {
 	wantConflict(t, "delete of a deleted record", s.Delete(ctx, sc, 2, v1.Token))
 	wantConflict(t, "compare-and-set of a deleted record", s.CompareAndSet(ctx, &v2, 2, v1.Token))
 	if r := load(t, s, sc).Record; r.Exists() {
-		t.Fatalf("a refused write brought a deleted record back: %s", r.Describe())
+		t.Fatalf("a write whose precondition failed brought a deleted record back: %s", r.Describe())
 	}
 }
 

@@ -12,45 +12,45 @@ import (
 	"github.com/idemkit/idem/core"
 )
 
-// Issue 20 §1: a deterministic refusal by the store is a refusal, not an
+// Issue 20 §1: a deterministic rejection by the store is a rejection, not an
 // outage, and no value the caller gives can leave a key locked.
 
-// TestStoreRefusedReserveIsNotAnOutage: a reserve the store refuses runs
-// nothing and answers ErrStoreRefused (500, no Retry-After), counted in
-// store.refused and not in store.error.
-func TestStoreRefusedReserveIsNotAnOutage(t *testing.T) {
+// TestStoreRejectedReserveIsNotAnOutage: a reserve the store rejects runs
+// nothing and answers ErrStoreRejected (500, no Retry-After), counted in
+// store.rejected and not in store.error.
+func TestStoreRejectedReserveIsNotAnOutage(t *testing.T) {
 	f := newFixture(t, nil)
-	f.store.refuseIf = func(r *idem.Record) bool { return r.Status == core.StatusInProgress }
+	f.store.rejectIf = func(r *idem.Record) bool { return r.Status == core.StatusInProgress }
 	_, err := f.ex.Do(context.Background(), request(key1, payload), f.act(created, nil))
 	var e *idem.Error
-	if !errors.As(err, &e) || e.Code != idem.CodeStoreRefused || e.Status != http.StatusInternalServerError || e.RetryAfter != 0 {
+	if !errors.As(err, &e) || e.Code != idem.CodeStoreRejected || e.Status != http.StatusInternalServerError || e.RetryAfter != 0 {
 		t.Fatalf("err %v", err)
 	}
 	if errors.Is(err, idem.ErrStoreUnavailable) || f.ran.Load() != 0 {
 		t.Fatalf("an outage, or the action ran (%d)", f.ran.Load())
 	}
-	if f.metrics.Total(idem.CounterStoreRefused) != 1 || f.metrics.Total(idem.CounterStoreError) != 0 {
-		t.Fatalf("refused %d, store errors %d", f.metrics.Total(idem.CounterStoreRefused), f.metrics.Total(idem.CounterStoreError))
+	if f.metrics.Total(idem.CounterStoreRejected) != 1 || f.metrics.Total(idem.CounterStoreError) != 0 {
+		t.Fatalf("rejected %d, store errors %d", f.metrics.Total(idem.CounterStoreRejected), f.metrics.Total(idem.CounterStoreError))
 	}
 }
 
-// TestStoreRefusedCompletionGoesToTheReconciler: the action ran, the store
+// TestStoreRejectedCompletionGoesToTheReconciler: the action ran, the store
 // refuses its outcome for good: the caller gets the true response, not
-// recorded, and the key is unknown at once (store_refused), not in_progress
+// recorded, and the key is unknown at once (store_rejected), not in_progress
 // until its lease ends.
-func TestStoreRefusedCompletionGoesToTheReconciler(t *testing.T) {
+func TestStoreRejectedCompletionGoesToTheReconciler(t *testing.T) {
 	f := newFixture(t, nil)
-	f.store.refuseIf = func(r *idem.Record) bool { return r.Status == core.StatusCompleted }
+	f.store.rejectIf = func(r *idem.Record) bool { return r.Status == core.StatusCompleted }
 	req := request(key1, payload)
 	r, err := f.ex.Do(context.Background(), req, f.act(created, nil))
 	if err != nil || r.Kind != idem.ResultExecuted || r.Recorded || !r.Response.Equal(created) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	rec := f.record(t, req)
-	if rec.Status != core.StatusUnknown || rec.LastErrorCode != "store_refused" || rec.ReconcileAfter.IsZero() {
+	if rec.Status != core.StatusUnknown || rec.LastErrorCode != "store_rejected" || rec.ReconcileAfter.IsZero() {
 		t.Fatalf("record %s", rec.Describe())
 	}
-	if f.metrics.Total(idem.CounterStoreRefused) != 1 || f.metrics.Total(idem.CounterStoreError) != 0 {
+	if f.metrics.Total(idem.CounterStoreRejected) != 1 || f.metrics.Total(idem.CounterStoreError) != 0 {
 		t.Fatal("the refusal was not counted as one")
 	}
 	if _, err := f.ex.Do(context.Background(), req, f.act(created, nil)); !errors.Is(err, idem.ErrOutcomeUnknown) || f.ran.Load() != 1 {
@@ -58,18 +58,18 @@ func TestStoreRefusedCompletionGoesToTheReconciler(t *testing.T) {
 	}
 }
 
-// TestStoreRefusedFailureSaysTheKeyIsNotFree: a Fail the store refuses is
-// ErrStoreRefused (the key is not free, and retrying will not free it), and
+// TestStoreRejectedFailureSaysTheKeyIsNotFree: a Fail the store rejects is
+// ErrStoreRejected (the key is not free, and retrying will not free it), and
 // the key goes to the reconciler.
-func TestStoreRefusedFailureSaysTheKeyIsNotFree(t *testing.T) {
+func TestStoreRejectedFailureSaysTheKeyIsNotFree(t *testing.T) {
 	f := newFixture(t, nil)
-	f.store.refuseIf = func(r *idem.Record) bool { return r.Status == core.StatusFailedRetryable }
+	f.store.rejectIf = func(r *idem.Record) bool { return r.Status == core.StatusFailedRetryable }
 	req := request(key1, payload)
 	_, err := f.ex.Do(context.Background(), req, f.act(idem.Response{}, idem.NotExecuted(errors.New("card invalid"))))
-	if !errors.Is(err, idem.ErrStoreRefused) || errors.Is(err, idem.ErrNotExecuted) {
+	if !errors.Is(err, idem.ErrStoreRejected) || errors.Is(err, idem.ErrNotExecuted) {
 		t.Fatalf("err %v", err)
 	}
-	if rec := f.record(t, req); rec.Status != core.StatusUnknown || rec.LastErrorCode != "store_refused" {
+	if rec := f.record(t, req); rec.Status != core.StatusUnknown || rec.LastErrorCode != "store_rejected" {
 		t.Fatalf("record %s", rec.Describe())
 	}
 }
@@ -77,7 +77,7 @@ func TestStoreRefusedFailureSaysTheKeyIsNotFree(t *testing.T) {
 // TestNotExecutedWithABadCodeFreesTheKey: the action's own code is not an
 // error code the core accepts (a NUL, a space, non-ASCII, 65 bytes): the key
 // is released all the same, with the default code, and the caller is told
-// its code was refused. Nothing reaches the store's error counters.
+// its code was rejected. Nothing reaches the store's error counters.
 func TestNotExecutedWithABadCodeFreesTheKey(t *testing.T) {
 	for _, code := range []string{"no\x00nul", "card declined", "caf\xe9", string(make([]byte, core.ErrorCodeBytesMax+1))} {
 		f := newFixture(t, nil)
@@ -92,7 +92,7 @@ func TestNotExecutedWithABadCodeFreesTheKey(t *testing.T) {
 		if r, err := f.ex.Do(context.Background(), req, f.act(created, nil)); err != nil || r.Kind != idem.ResultExecuted {
 			t.Fatalf("code %q: the retry %+v %v", code, r, err)
 		}
-		if f.metrics.Total(idem.CounterStoreError)+f.metrics.Total(idem.CounterStoreRefused) != 0 {
+		if f.metrics.Total(idem.CounterStoreError)+f.metrics.Total(idem.CounterStoreRejected) != 0 {
 			t.Fatalf("code %q was counted as a store failure", code)
 		}
 	}
@@ -106,17 +106,17 @@ func TestNotExecutedWithABadCodeFreesTheKey(t *testing.T) {
 	}
 }
 
-// TestReconcilerReschedulesAFindingTheStoreRefuses: the store refuses to
+// TestReconcilerReschedulesAFindingTheStoreRejects: the store rejects to
 // write a finding for good: the record is rescheduled with backoff
-// (store_refused), the batch goes on, and the next run does not start with
+// (store_rejected), the batch goes on, and the next run does not start with
 // it again.
-func TestReconcilerReschedulesAFindingTheStoreRefuses(t *testing.T) {
+func TestReconcilerReschedulesAFindingTheStoreRejects(t *testing.T) {
 	f := newFixture(t, nil)
 	first, second := request(key1, payload), request(key2, payload)
 	f.unknownKey(t, first) // the most overdue: first in every batch
 	f.clock.Advance(time.Second)
 	f.unknownKey(t, second)
-	f.store.refuseIf = func(r *idem.Record) bool { return r.Scope == first.Scope && r.Status == core.StatusCompleted }
+	f.store.rejectIf = func(r *idem.Record) bool { return r.Scope == first.Scope && r.Status == core.StatusCompleted }
 	rec := f.reconciler(t, func(_ context.Context, r idem.Record) (idem.Finding, error) {
 		return idem.Finding{Verdict: core.VerdictExecuted, Response: created}, nil
 	})
@@ -125,10 +125,10 @@ func TestReconcilerReschedulesAFindingTheStoreRefuses(t *testing.T) {
 		t.Fatalf("settled %d (%v); the good record is %v", n, err, f.status(t, second))
 	}
 	r := f.record(t, first)
-	if r.Status != core.StatusUnknown || r.ReconcileAttempts != 1 || r.LastErrorCode != "store_refused" || !r.ReconcileAfter.After(f.clock.Now()) {
+	if r.Status != core.StatusUnknown || r.ReconcileAttempts != 1 || r.LastErrorCode != "store_rejected" || !r.ReconcileAfter.After(f.clock.Now()) {
 		t.Fatalf("the refused record: %s", r.Describe())
 	}
-	if f.metrics.Total(idem.CounterStoreRefused) != 1 || f.metrics.Total(idem.CounterWorkerError) == 0 {
+	if f.metrics.Total(idem.CounterStoreRejected) != 1 || f.metrics.Total(idem.CounterWorkerError) == 0 {
 		t.Fatal("the refusal was not counted")
 	}
 	if n, err := rec.RunOnce(context.Background()); n != 0 || err != nil {
