@@ -103,6 +103,6 @@ bench-pg-million:
 ## mutants: every mutant of the catalogue (mutants/catalogue.go) against every
 ## test layer (unit, conformance, simulator, simulator -lincheck), applied by
 ## build overlay without touching the tree; prints the kill matrix of
-## MUTANTS.md (about 40 minutes on 2 cores). MUTANTSRUN: a regexp of mutant IDs
+## MUTANTS.md (about 3 hours on 2 cores; MUTANTS.md gives the faster per-layer runs). MUTANTSRUN: a regexp of mutant IDs
 mutants:
 	$(GO) run ./mutants/cmd/mutate -seeds $(MUTANTSEEDS) -lin-seeds $(MUTANTLINSEEDS) -run '$(MUTANTSRUN)'

@@ -289,7 +289,7 @@ var jsMutants = []Mutant{
 		ID: "js-enum-expired-nothing-due", File: "wasm/js/idem.mjs",
 		Old:    "LeaseExpired: 17, Expired: 18, NothingDue: 19, Pruned: 20,",
 		New:    "LeaseExpired: 17, Expired: 19, NothingDue: 18, Pruned: 20,",
-		Desc:   "DecisionKind.Expired and NothingDue have each other's number",
+		Desc:   "the JavaScript DecisionKind's Expired and NothingDue have each other's number",
 		Breaks: "README.md Values (enums are the Go core's numbers)",
 	},
 	{
