@@ -20,59 +20,78 @@ type goNames struct {
 	members  map[string]map[string]bool // type name → its fields and methods
 }
 
-// loadGoNames parses every package of the module under root (tests, the
-// tools module and node_modules left out).
+// loadGoNames parses every package of the module under root (tests left
+// out).
 func loadGoNames(t *testing.T, root string) *goNames {
 	n := &goNames{packages: map[string]map[string]bool{}, members: map[string]map[string]bool{}}
-	set := func(m map[string]map[string]bool, k string) map[string]bool {
-		if m[k] == nil {
-			m[k] = map[string]bool{}
-		}
-		return m[k]
-	}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (d.Name() == "node_modules" || d.Name() == "tools" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
+	for _, path := range repoFiles(t, root) {
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			continue
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		pkg := set(n.packages, f.Name.Name)
-		for _, decl := range f.Decls {
-			switch decl := decl.(type) {
-			case *ast.FuncDecl:
-				if decl.Recv == nil {
-					pkg[decl.Name.Name] = true
-				} else {
-					set(n.members, receiverName(decl.Recv.List[0].Type))[decl.Name.Name] = true
-				}
-			case *ast.GenDecl:
-				for _, spec := range decl.Specs {
-					switch spec := spec.(type) {
-					case *ast.TypeSpec:
-						pkg[spec.Name.Name] = true
-						addMembers(set(n.members, spec.Name.Name), spec.Type)
-					case *ast.ValueSpec:
-						for _, id := range spec.Names {
-							pkg[id.Name] = true
-						}
-					}
-				}
-			}
+		n.add(f)
+	}
+	return n
+}
+
+// repoFiles lists the repository's files under root, leaving out what is
+// not its own source or docs: node_modules, testdata, the tools module and
+// hidden directories.
+func repoFiles(t *testing.T, root string) []string {
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != root && (d.Name() == "node_modules" || d.Name() == "testdata" || d.Name() == "tools" || strings.HasPrefix(d.Name(), ".")):
+			return filepath.SkipDir
+		case !d.IsDir():
+			out = append(out, path)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return out
+}
+
+// set is m[k], made when absent.
+func set(m map[string]map[string]bool, k string) map[string]bool {
+	if m[k] == nil {
+		m[k] = map[string]bool{}
+	}
+	return m[k]
+}
+
+// add records what f declares.
+func (n *goNames) add(f *ast.File) {
+	pkg := set(n.packages, f.Name.Name)
+	for _, decl := range f.Decls {
+		switch decl := decl.(type) {
+		case *ast.FuncDecl:
+			if decl.Recv == nil {
+				pkg[decl.Name.Name] = true
+			} else {
+				set(n.members, receiverName(decl.Recv.List[0].Type))[decl.Name.Name] = true
+			}
+		case *ast.GenDecl:
+			for _, spec := range decl.Specs {
+				switch spec := spec.(type) {
+				case *ast.TypeSpec:
+					pkg[spec.Name.Name] = true
+					addMembers(set(n.members, spec.Name.Name), spec.Type)
+				case *ast.ValueSpec:
+					for _, id := range spec.Names {
+						pkg[id.Name] = true
+					}
+				}
+			}
+		}
+	}
 }
 
 func receiverName(e ast.Expr) string {
@@ -174,34 +193,23 @@ var otherLanguages = regexp.MustCompile("(?ms)^```(?:js|javascript|ts|typescript
 // repository, and every package comment, by path.
 func docTexts(t *testing.T, root string) map[string]string {
 	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
+	for _, path := range repoFiles(t, root) {
 		switch {
-		case d.IsDir():
 		case strings.HasSuffix(path, ".md"):
 			src, err := os.ReadFile(path)
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
 			out[path] = otherLanguages.ReplaceAllString(string(src), "")
 		case strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go"):
 			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
 			if f.Doc != nil {
 				out[path] = f.Doc.Text()
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -5,9 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,29 +46,22 @@ func tooLong(path string, src []byte) ([]string, error) {
 // over 600 lines, and no function over 70 without a one-line reason.
 func TestFilesAndFunctionsFitAScreen(t *testing.T) {
 	files := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != "." && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
+	for _, path := range repoFiles(t, ".") {
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			continue
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		files++
 		bad, err := tooLong(path, src)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, b := range bad {
 			t.Error(b)
 		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if files < 100 {
 		t.Fatalf("only %d Go files read: the walk is broken", files)

@@ -87,16 +87,18 @@ func (s *Flows) apply(a args, h *hosted) string {
 // errStoreDown is the failure of a store that does not answer.
 var errStoreDown = errors.New("connection refused")
 
-// storeFailure is the store error a command's error= names, as a driver
-// reports it (a *store.Error), or nil.
+// storeCause is the cause of the store failure a command's error= names
+// (unavailable, rejected, timeout), or nil: the one list of the failures
+// Flow and Op scenarios inject.
+func storeCause(a args) error {
+	return []error{nil, errStoreDown, store.ErrRejected, context.DeadlineExceeded}[a.choice("error", 0, "", "unavailable", "rejected", "timeout")]
+}
+
+// storeFailure is that failure as a driver reports it to Apply's caller (a
+// *store.Error), or nil.
 func storeFailure(a args) error {
-	switch a.choice("error", 0, "", "unavailable", "rejected", "timeout") {
-	case 1:
-		return &store.Error{Method: store.MethodApply, Err: errStoreDown}
-	case 2:
-		return &store.Error{Method: store.MethodApply, Err: store.ErrRejected}
-	case 3:
-		return &store.Error{Method: store.MethodApply, Err: context.DeadlineExceeded}
+	if cause := storeCause(a); cause != nil {
+		return &store.Error{Method: store.MethodApply, Err: cause}
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func (s *Ops) call(a args) string {
 		a.d.Fatalf(a.t, "call: no op is waiting for a call")
 	}
 	method := s.op.Next()
-	s.faulted.fail = []error{nil, errStoreDown, store.ErrRejected, context.DeadlineExceeded}[a.choice("error", 0, "", "unavailable", "rejected", "timeout")]
+	s.faulted.fail = storeCause(a)
 	s.faulted.written, s.faulted.did = a.has("written"), ""
 	s.op.Do(context.Background(), &s.faulted)
 	lines := []string{s.faulted.did}
