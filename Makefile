@@ -11,11 +11,18 @@ MUTANTSEEDS    ?= 1000
 MUTANTLINSEEDS ?= 500
 MUTANTSRUN     ?=
 
-.PHONY: sim sim-long test bench bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg bench-pg-million mutants
+.PHONY: sim sim-pgo sim-long test bench bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg bench-pg-million mutants
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
 	$(GO) run ./cmd/simrun -seeds $(SIMSEEDS) -faults all
+
+## sim-pgo: rewrite cmd/simrun/default.pgo, the CPU profile the go command
+## optimises simrun with (PGO, on by default for a main package): one
+## BenchmarkRun of sim-long's settings. Re-run it when the world changes much.
+sim-pgo:
+	GOGC=3200 $(GO) test -run '^$$' -bench 'BenchmarkRun/requests=1000' -benchtime 150x -cpuprofile cmd/simrun/default.pgo -o /tmp/idem-sim-pgo.test ./sim/
+	rm -f /tmp/idem-sim-pgo.test
 
 ## sim-long: ten million simulated requests (see BENCHMARKS.md)
 sim-long:
