@@ -413,6 +413,15 @@ func at(v *jv, p []step) *jv {
 			v = lookup(v, strconv.Itoa(s.index))
 		case v.kind == 'a' && s.index >= 0 && s.index < len(v.arr):
 			v = v.arr[s.index]
+		case v.kind == 'a':
+			// RFC 6901: a member name's pointer token selects an array's
+			// element when it is an index ("0", or digits without a leading
+			// zero): {"0": x} and [x] have the same value at /0.
+			i, ok := modelIndex(s.name)
+			if !ok || i >= len(v.arr) {
+				return nil
+			}
+			v = v.arr[i]
 		default:
 			return nil
 		}
@@ -423,6 +432,22 @@ func at(v *jv, p []step) *jv {
 	return v
 }
 
+// modelIndex reads an RFC 6901 array index (the model's own, apart from the package's): "0", or decimal digits with
+// no leading zero.
+func modelIndex(token string) (int, bool) {
+	if token == "" || len(token) > 1 && token[0] == '0' || len(token) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(token); i++ {
+		if token[i] < '0' || token[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(token[i]-'0')
+	}
+	return n, true
+}
+
 // replace sets the value at p (which exists) to w; w == nil removes it.
 func replace(v *jv, p []step, w *jv) *jv {
 	if len(p) == 0 {
@@ -431,10 +456,14 @@ func replace(v *jv, p []step, w *jv) *jv {
 	parent := at(v, p[:len(p)-1])
 	s := p[len(p)-1]
 	if parent.kind == 'a' {
+		i := s.index
+		if i < 0 {
+			i, _ = modelIndex(s.name) // a member's pointer token on an array (see at)
+		}
 		if w == nil {
-			parent.arr = slices.Delete(parent.arr, s.index, s.index+1)
+			parent.arr = slices.Delete(parent.arr, i, i+1)
 		} else {
-			parent.arr[s.index] = w
+			parent.arr[i] = w
 		}
 		return v
 	}
