@@ -86,7 +86,10 @@
 // it (when to beat, when to tell the action its lease is lost), or wait
 // for another attempt; the host reports what happened (Applied, Ran,
 // Waited, or Gone when its caller went away), and raises again a panic
-// the final effect carries. Do is a host of these public calls and of
-// nothing else (a test holds it to that), and the simulator is another,
-// on virtual time: what it checks is the sequence a service runs.
+// the final effect carries. The Flow is package flow's (I/O-free: the
+// standard library, the core and the store's contract), named here too;
+// Do is a host of its public calls and of nothing else (it cannot reach
+// further), the simulator is another, on virtual time, and the wasm module
+// carries the same package to other runtimes: what the simulator checks is
+// the sequence a service runs.
 package idem

@@ -3,12 +3,12 @@ package idem
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/flow"
 	"github.com/idemkit/idem/store"
 )
 
@@ -19,30 +19,29 @@ type Action func(ctx context.Context, a Attempt) (Response, error)
 
 // Executor runs actions at most once per scope over a Store.
 type Executor struct {
-	store             store.Store
-	policy            Policy
-	metrics           Metrics
-	outcomeTimeout    time.Duration
-	heartbeatInterval time.Duration
+	store store.Store
+	cfg   flow.Config // what each request's Flow is begun under
 }
 
 // Option configures an Executor.
 type Option func(*Executor)
 
 // WithPolicy sets the lifecycle policy (PolicyDefault otherwise).
-func WithPolicy(p Policy) Option { return func(e *Executor) { e.policy = p } }
+func WithPolicy(p Policy) Option { return func(e *Executor) { e.cfg.Policy = p } }
 
 // WithMetrics sets where counters go (MetricsNop otherwise).
-func WithMetrics(m Metrics) Option { return func(e *Executor) { e.metrics = m } }
+func WithMetrics(m Metrics) Option { return func(e *Executor) { e.cfg.Metrics = m } }
 
 // WithOutcomeTimeout bounds the write of an action's outcome, which runs on a
-// context detached from the caller's (10 s by default).
-func WithOutcomeTimeout(d time.Duration) Option { return func(e *Executor) { e.outcomeTimeout = d } }
+// context detached from the caller's (0: flow.OutcomeTimeoutDefault, 10 s).
+func WithOutcomeTimeout(d time.Duration) Option {
+	return func(e *Executor) { e.cfg.OutcomeTimeout = d }
+}
 
 // WithHeartbeatInterval sets how often a running action's lease is extended
-// (a third of the lease by default).
+// (0: a third of the lease).
 func WithHeartbeatInterval(d time.Duration) Option {
-	return func(e *Executor) { e.heartbeatInterval = d }
+	return func(e *Executor) { e.cfg.HeartbeatInterval = d }
 }
 
 // New returns an Executor over s. It refuses an invalid policy.
@@ -50,27 +49,27 @@ func New(s store.Store, opts ...Option) (*Executor, error) {
 	if s == nil {
 		return nil, errors.New("idem: New: nil store")
 	}
-	e := &Executor{store: s, policy: PolicyDefault(), metrics: MetricsNop{}, outcomeTimeout: 10 * time.Second}
+	e := &Executor{store: s, cfg: flow.Config{Policy: PolicyDefault()}}
 	for _, o := range opts {
 		o(e)
 	}
-	if err := e.policy.Validate(); err != nil {
+	if err := e.cfg.Fill(); err != nil {
 		return nil, err
-	}
-	if e.metrics == nil {
-		e.metrics = MetricsNop{}
-	}
-	if e.heartbeatInterval == 0 {
-		e.heartbeatInterval = e.policy.LeaseDuration / 3
-	}
-	if e.heartbeatInterval <= 0 || e.outcomeTimeout <= 0 {
-		return nil, fmt.Errorf("idem: New: heartbeat interval %v and outcome timeout %v must be positive", e.heartbeatInterval, e.outcomeTimeout)
 	}
 	return e, nil
 }
 
 // Policy returns the executor's policy.
-func (e *Executor) Policy() Policy { return e.policy }
+func (e *Executor) Policy() Policy { return e.cfg.Policy }
+
+// Begin starts req as a Flow, for a host that performs its effects itself
+// (the simulator, a test): the Flow Do would run for req. It refuses an
+// invalid request.
+func (e *Executor) Begin(req Request) (*Flow, error) { return e.cfg.Begin(req) }
+
+// BeginIn starts req in f, a Flow the host made or used before: whatever f
+// held is dropped. It refuses an invalid request, as Begin does.
+func (e *Executor) BeginIn(f *Flow, req Request) error { return e.cfg.BeginIn(f, req) }
 
 // Do runs action for req at most once per scope:
 //
@@ -106,12 +105,12 @@ func (e *Executor) Policy() Policy { return e.policy }
 //
 // Do is a host of the request's Flow and of nothing else: it performs each
 // Effect the Flow asks for and reports what happened, through the Flow's
-// public calls only (TestDoIsAFlowHost holds it to that), so that the
+// public calls only (the Flow is package flow's: the compiler holds it to that), so that the
 // simulator, which hosts the same Flow on virtual time, checks the
 // sequence a service runs.
 func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, error) {
 	if action == nil {
-		return Result{}, newError(ErrInvalidRequest, errNilAction, 0)
+		return Result{}, &Error{Code: CodeInvalidRequest, Status: ErrInvalidRequest.Status, Err: errNilAction}
 	}
 	// The scratch goes back to the pool where Do returns or raises the
 	// action's panic again, not in a defer: a deferred call is a tenth of
@@ -180,9 +179,9 @@ func (h *doHost) apply(f *Flow, eff *Effect, scope *Scope) {
 	h.s.sent = time.Since(hostEpoch)
 	var err error
 	if eff.Held != nil {
-		err = store.ApplyHeld(ctx, h.e.store, eff.Held, eff.Event, &h.e.policy, a)
+		err = store.ApplyHeld(ctx, h.e.store, eff.Held, eff.Event, &h.e.cfg.Policy, a)
 	} else {
-		err = store.Apply(ctx, h.e.store, *scope, eff.Event, &h.e.policy, a)
+		err = store.Apply(ctx, h.e.store, *scope, eff.Event, &h.e.cfg.Policy, a)
 	}
 	if err != nil && !eff.Detached && h.ctx.Err() != nil {
 		f.Gone(h.ctx.Err()) // gone while it was under way: nothing ran, and the store did not fail

@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"go/ast"
+	"go/build"
 	"go/importer"
 	"go/parser"
 	"go/token"
@@ -13,126 +14,130 @@ import (
 	"testing"
 )
 
-// The protocol's files (the Flow and the Lease) and its host's (Do and its
-// heart): the host may use only what the protocol exports, as raft's node
-// uses RawNode only through Ready and Advance. What Do does is then what
-// any host of the Flow does, the simulator included.
-var (
-	protocolFiles = []string{"flow.go", "lease.go"}
-	hostFiles     = []string{"executor.go", "heartbeat.go"}
-)
+// The executor's protocol (the Flow and its Lease) is package flow, and Do
+// (executor.go, heartbeat.go) is in this one: Do uses the Flow only through
+// what flow exports, as raft's node uses RawNode only through Ready and
+// Advance, and the compiler holds it to that. What Do does is then what any
+// host of the Flow does, the simulator and the wasm module's included.
 
-// TestDoIsAFlowHost: no identifier in the host's files refers to anything
-// unexported that the protocol's files declare (a field, a method, a
-// function, a constant or a type of the Flow's or the Lease's).
-func TestDoIsAFlowHost(t *testing.T) {
-	uses := protocolUses(t, ".", hostFiles)
-	if len(uses) == 0 {
-		t.Fatal("the host's files use nothing of the protocol's: the test reads the wrong files")
-	}
-	var past []string
-	for name, exported := range uses {
-		if !exported {
-			past = append(past, name)
+// ioPackages are the standard library's packages that do a host's I/O or
+// make a binary large: the protocol must not import them, even through
+// another package, so that it stays a state machine any runtime can carry.
+var ioPackages = []string{"net", "net/http", "crypto/tls", "log", "log/slog", "os/exec", "os/signal", "database/sql", "runtime/debug"}
+
+// TestFlowImportsNoIO: package flow imports, directly or not, only the
+// standard library without ioPackages, and of this module only the core
+// and the store's contract.
+func TestFlowImportsNoIO(t *testing.T) {
+	deps := importsOf(t, "github.com/idemkit/idem/flow")
+	var bad []string
+	for path, std := range deps {
+		switch {
+		case std && contains(ioPackages, path):
+			bad = append(bad, path)
+		case !std && !contains([]string{"github.com/idemkit/idem/core", "github.com/idemkit/idem/store"}, path):
+			bad = append(bad, path)
 		}
 	}
-	sort.Strings(past)
-	if len(past) > 0 {
-		t.Fatalf("Do reaches past the Flow's public calls: %s", strings.Join(past, ", "))
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		t.Fatalf("package flow imports %s", strings.Join(bad, ", "))
+	}
+	if _, ok := deps["github.com/idemkit/idem/core"]; !ok {
+		t.Fatal("package flow does not import the core: importsOf reads the wrong package")
 	}
 }
 
-// TestDoIsAFlowHostCatchesAReachPast: the check fires on a host that reads
-// the Flow's private state, as Do once did (f.state), and calls a private
-// helper of the protocol's (replayed).
-func TestDoIsAFlowHostCatchesAReachPast(t *testing.T) {
-	dir := t.TempDir()
-	for _, f := range append(protocolFilesAndRest(t), "executor.go") {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "executor.go" {
-			planted := strings.Replace(string(src), "\t\tcase EffectAnswer:\n",
-				"\t\tcase EffectAnswer:\n\t\t\tif f.state == flowDone && f.result.Kind == ResultReplayed {\n\t\t\t\treplayed(&s.applied, &f.result)\n\t\t\t}\n", 1)
-			if planted == string(src) {
-				t.Fatal("the planted reach did not apply: executor.go changed")
-			}
-			src = []byte(planted)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uses := protocolUses(t, dir, hostFiles)
-	for _, want := range []string{"state", "flowDone", "result", "replayed"} {
-		if exported, ok := uses[want]; !ok || exported {
-			t.Errorf("the planted use of %s is not reported (used: %v, exported: %v)", want, ok, exported)
-		}
+// TestFlowImportsCatchesIO: the check sees an I/O package a dependency
+// imports (this package imports net/http through nothing but itself).
+func TestFlowImportsCatchesIO(t *testing.T) {
+	deps := importsOf(t, "github.com/idemkit/idem/idemhttp")
+	if std, ok := deps["net/http"]; !ok || !std {
+		t.Fatalf("idemhttp's imports as read: net/http %v (standard: %v)", ok, std)
 	}
 }
 
-// protocolFilesAndRest is every non-test Go file of the package but
-// executor.go: what a copy of the package needs besides its host.
-func protocolFilesAndRest(t *testing.T) []string {
+// importsOf is every package path imports, directly or not, with whether
+// it is in the standard library.
+func importsOf(t *testing.T, path string) map[string]bool {
 	t.Helper()
-	all, err := filepath.Glob("*.go")
+	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, f := range all {
-		if !strings.HasSuffix(f, "_test.go") && f != "executor.go" {
-			out = append(out, f)
+	seen := map[string]bool{}
+	var walk func(p, srcDir string)
+	walk = func(p, srcDir string) {
+		pkg, err := build.Default.Import(p, srcDir, 0)
+		if err != nil {
+			t.Fatalf("import %s: %v", p, err)
+		}
+		for _, imp := range pkg.Imports {
+			if _, ok := seen[imp]; ok || imp == "C" || imp == "unsafe" {
+				continue
+			}
+			seen[imp] = pkg.Goroot || !strings.Contains(strings.Split(imp, "/")[0], ".")
+			walk(imp, pkg.Dir) // the standard library's vendored packages resolve from its own directory
 		}
 	}
-	return out
+	walk(path, wd)
+	return seen
 }
 
-// protocolUses type-checks the package in dir and returns, for every
-// object declared in the protocol's files that an identifier in files
-// refers to, whether it is exported.
-func protocolUses(t *testing.T, dir string, files []string) map[string]bool {
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDoCannotReachPastTheFlow: a Do that reads the Flow's private state,
+// as Do once did (f.state), does not compile: the boundary is a package's.
+func TestDoCannotReachPastTheFlow(t *testing.T) {
+	src, err := os.ReadFile("executor.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := strings.Replace(string(src), "\t\tcase EffectAnswer:\n",
+		"\t\tcase EffectAnswer:\n\t\t\tif f.state == 4 {\n\t\t\t\treturn Result{}, nil\n\t\t\t}\n", 1)
+	if planted == string(src) {
+		t.Fatal("the planted reach did not apply: executor.go changed")
+	}
+	if err := typeCheckRoot(t, "executor.go", planted); err == nil || !strings.Contains(err.Error(), "unexported field state") {
+		t.Fatalf("type-check of the planted Do: %v, want a refusal of the unexported field", err)
+	}
+	if err := typeCheckRoot(t, "executor.go", string(src)); err != nil {
+		t.Fatalf("type-check of the package as it is: %v", err)
+	}
+}
+
+// typeCheckRoot type-checks this package's non-test files with name's
+// source replaced by src.
+func typeCheckRoot(t *testing.T, name, src string) error {
 	t.Helper()
 	fset := token.NewFileSet()
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var asts []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
+		var text any
+		if f == name {
+			text = src
+		}
+		parsed, err := parser.ParseFile(fset, f, text, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		asts = append(asts, f)
+		asts = append(asts, parsed)
 	}
-	if len(asts) == 0 {
-		t.Fatalf("no Go file in %s", dir)
-	}
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
-	if _, err := conf.Check("github.com/idemkit/idem", fset, asts, info); err != nil {
-		t.Fatalf("type-check: %v", err)
-	}
-	in := func(pos token.Pos, names []string) bool {
-		base := filepath.Base(fset.Position(pos).Filename)
-		for _, n := range names {
-			if base == n {
-				return true
-			}
-		}
-		return false
-	}
-	uses := map[string]bool{}
-	for id, obj := range info.Uses {
-		if obj.Pkg() == nil || obj.Pkg().Path() != "github.com/idemkit/idem" || !in(id.Pos(), files) || !in(obj.Pos(), protocolFiles) {
-			continue
-		}
-		uses[obj.Name()] = obj.Exported()
-	}
-	return uses
+	_, err = conf.Check("github.com/idemkit/idem", fset, asts, nil)
+	return err
 }

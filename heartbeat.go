@@ -47,7 +47,7 @@ func (e *Executor) startHeartbeat(scope Scope, lease Lease, cancel context.Cance
 		h.lostTimer.Stop()
 	}
 	h.mu.Lock()
-	h.store, h.policy, h.on, h.scope, h.lease, h.cancel = e.store, &e.policy, true, scope, lease, cancel
+	h.store, h.policy, h.on, h.scope, h.lease, h.cancel = e.store, &e.cfg.Policy, true, scope, lease, cancel
 	h.beatTimer.Reset(lease.Interval())
 	h.lostTimer.Reset(time.Until(lease.TellBy()))
 	h.mu.Unlock()

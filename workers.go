@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/flow"
 	"github.com/idemkit/idem/store"
 )
 
@@ -86,7 +87,7 @@ type worker struct {
 }
 
 func (e *Executor) newWorker(kind store.DueKind, opts []WorkerOption) (worker, error) {
-	w := worker{store: e.store, policy: &e.policy, metrics: e.metrics, kind: kind, batch: 100}
+	w := worker{store: e.store, policy: &e.cfg.Policy, metrics: e.cfg.Metrics, kind: kind, batch: 100}
 	w.onError = logTo(slog.Default(), kind)
 	for _, o := range opts {
 		if err := o(&w); err != nil {
@@ -154,7 +155,7 @@ func (e *Executor) Reconciler(check Check, opts ...WorkerOption) (*Reconciler, e
 const (
 	codeCheckFailed    ErrorCode = "check_failed"    // the Check returned an error, or panicked
 	codeFindingInvalid ErrorCode = "finding_invalid" // the Check's finding cannot be stored (no verdict, or a response the core refuses)
-	// codeStoreRejected (flow.go): the store rejected the finding's write
+	// flow.ErrorCodeStoreRejected: the store rejected the finding's write
 )
 
 // RunOnce handles one batch of due records and says how many it settled. A
@@ -237,13 +238,13 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 			// The core refuses the finding, or the store rejects the write
 			// it: one bad record must not stop the others, nor come first
 			// in every batch. Record why, back off.
-			count(w.metrics, rec.Scope.UseCase, ev.Kind, &a, err)
+			flow.Count(w.metrics, rec.Scope.UseCase, ev.Kind, &a, err)
 			errs.add(fmt.Errorf("idem: the finding about %s is refused: %w", rec.Scope, err))
 			w.metrics.Add(CounterWorkerError, Labels{UseCase: rec.Scope.UseCase, Event: ev.Kind.String()}, 1)
 			ev = stillUnknown(rec, code)
 			err = store.Apply(ctx, w.store, rec.Scope, ev, w.policy, &a)
 		}
-		count(w.metrics, rec.Scope.UseCase, ev.Kind, &a, err)
+		flow.Count(w.metrics, rec.Scope.UseCase, ev.Kind, &a, err)
 		if err != nil {
 			if !errors.As(err, new(*store.Error)) {
 				err = fmt.Errorf("idem: %v of %s: %w", ev.Kind, rec.Scope, err)
@@ -270,7 +271,7 @@ func refusedFinding(ev core.Event, err error) ErrorCode {
 	case store.BadInput(err):
 		return codeFindingInvalid
 	case errors.Is(err, store.ErrRejected):
-		return codeStoreRejected
+		return flow.ErrorCodeStoreRejected
 	}
 	return ""
 }

@@ -68,7 +68,7 @@ var areaOrder = []string{"core", "store", "mem", "exec", "fp", "pgx", "storetest
 func areaOf(file string) *area {
 	dir := filepath.ToSlash(filepath.Dir(file))
 	switch {
-	case dir == ".":
+	case dir == "." || dir == "flow": // Do and the Flow it hosts
 		return areas["exec"]
 	case strings.HasPrefix(dir, "core"):
 		return areas["core"]

@@ -1,4 +1,4 @@
-package idem
+package flow
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func (a Attempt) CompleteIn(ctx context.Context, s store.Store, resp Response) e
 	ev := core.Event{Kind: core.EventComplete, Token: a.Token, Response: resp}
 	var applied store.Applied
 	err := store.Apply(ctx, s, a.Scope, ev, a.policy, &applied)
-	count(a.metrics, a.Scope.UseCase, ev.Kind, &applied, err)
+	Count(a.metrics, a.Scope.UseCase, ev.Kind, &applied, err)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package idem
+package flow
 
 import (
 	"errors"
@@ -50,8 +50,8 @@ type Lease struct {
 // by the reserve the host sent at sent (on its own clock).
 func (f *Flow) Lease(sent time.Time) Lease {
 	at := &f.eff.Attempt
-	return Lease{scope: at.Scope, token: at.Token, metrics: f.ex.metrics, interval: f.ex.heartbeatInterval,
-		margin: leaseMargin(f.ex.policy.LeaseDuration), end: sent.Add(at.leaseLeft)}
+	return Lease{scope: at.Scope, token: at.Token, metrics: f.cfg.Metrics, interval: f.cfg.HeartbeatInterval,
+		margin: leaseMargin(f.cfg.Policy.LeaseDuration), end: sent.Add(at.leaseLeft)}
 }
 
 // Event is the heartbeat: the event that extends the lease.
@@ -90,7 +90,7 @@ func (l *Lease) BeatTimeout(now time.Time) time.Duration {
 // any answer but Extended (stale, or no longer in progress) loses it for
 // good: Lost then says so at once, and no more beats are due.
 func (l *Lease) Beaten(sent, now time.Time, a *store.Applied, err error) (next time.Duration) {
-	count(l.metrics, l.scope.UseCase, core.EventHeartbeat, a, err)
+	Count(l.metrics, l.scope.UseCase, core.EventHeartbeat, a, err)
 	switch {
 	case err != nil:
 		l.lastErr = err

@@ -1,8 +1,7 @@
-package idem
+package flow
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -74,15 +73,15 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels, one per code, for errors.Is.
 var (
-	ErrInvalidKey       = &Error{Code: CodeInvalidKey, Status: http.StatusBadRequest}
-	ErrInvalidRequest   = &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest}
-	ErrKeyMisuse        = &Error{Code: CodeKeyMisuse, Status: http.StatusUnprocessableEntity}
-	ErrInProgress       = &Error{Code: CodeInProgress, Status: http.StatusConflict}
-	ErrOutcomeUnknown   = &Error{Code: CodeOutcomeUnknown, Status: http.StatusConflict}
-	ErrNotExecuted      = &Error{Code: CodeNotExecuted, Status: http.StatusInternalServerError}
-	ErrStoreUnavailable = &Error{Code: CodeStoreUnavailable, Status: http.StatusServiceUnavailable}
-	ErrStoreRejected    = &Error{Code: CodeStoreRejected, Status: http.StatusInternalServerError}
-	ErrResponseInvalid  = &Error{Code: CodeResponseInvalid, Status: http.StatusInternalServerError}
+	ErrInvalidKey       = &Error{Code: CodeInvalidKey, Status: statusBadRequest}
+	ErrInvalidRequest   = &Error{Code: CodeInvalidRequest, Status: statusBadRequest}
+	ErrKeyMisuse        = &Error{Code: CodeKeyMisuse, Status: statusUnprocessableEntity}
+	ErrInProgress       = &Error{Code: CodeInProgress, Status: statusConflict}
+	ErrOutcomeUnknown   = &Error{Code: CodeOutcomeUnknown, Status: statusConflict}
+	ErrNotExecuted      = &Error{Code: CodeNotExecuted, Status: statusInternalServerError}
+	ErrStoreUnavailable = &Error{Code: CodeStoreUnavailable, Status: statusServiceUnavailable}
+	ErrStoreRejected    = &Error{Code: CodeStoreRejected, Status: statusInternalServerError}
+	ErrResponseInvalid  = &Error{Code: CodeResponseInvalid, Status: statusInternalServerError}
 )
 
 // newError returns a copy of the sentinel with a cause and a retry hint.
@@ -141,3 +140,15 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("action panicked: %v", e.Value) }
+
+// The HTTP statuses of the sentinels, as numbers: this package stays free
+// of net/http (a module built from it, as the wasm one, must stay small).
+// TestStatusesAreNetHTTPs holds them to net/http's constants.
+const (
+	statusAccepted            = 202
+	statusBadRequest          = 400
+	statusConflict            = 409
+	statusUnprocessableEntity = 422
+	statusInternalServerError = 500
+	statusServiceUnavailable  = 503
+)

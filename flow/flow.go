@@ -1,10 +1,9 @@
-package idem
+package flow
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/idemkit/idem/core"
@@ -97,13 +96,13 @@ const (
 // happened (Applied, Ran, Waited, Gone), Done says it is over, and
 // Result reads the answer. While the action runs, the attempt's Lease
 // says when to extend it and when the action must be told it is lost.
-// Executor.Do is a host of these calls and of nothing else; the simulator
-// is another, on virtual time, so that what it checks is the sequence a
+// idem's Executor.Do is a host of these calls and of nothing else (it is
+// in another package: it cannot reach past them); the simulator is another, on virtual time, so that what it checks is the sequence a
 // service runs. Times come from the store (store.Applied.Now), so the
 // in-flight wait is measured on the store's clock. A Flow counts the
 // metrics of every event it is told about.
 type Flow struct {
-	ex  *Executor // its policy, metrics, heartbeat interval and outcome timeout
+	cfg *Config // its policy, metrics, heartbeat interval and outcome timeout
 	req Request
 
 	state    flowState
@@ -123,10 +122,12 @@ type Flow struct {
 	err    error
 }
 
-// Begin starts req as a Flow, for a host that performs its effects itself.
-func (e *Executor) Begin(req Request) (*Flow, error) {
+// Begin starts req as a Flow under c, for a host that performs its
+// effects itself. It refuses an invalid request. c must have been filled
+// (Config.Fill) and must not change while the Flow runs.
+func (c *Config) Begin(req Request) (*Flow, error) {
 	f := new(Flow)
-	if err := e.BeginIn(f, req); err != nil {
+	if err := c.BeginIn(f, req); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -135,16 +136,16 @@ func (e *Executor) Begin(req Request) (*Flow, error) {
 // BeginIn starts req in f, a Flow the host made or used before (Do keeps
 // its Flows in a pool): whatever f held is dropped. It refuses an invalid
 // request, as Begin does.
-func (e *Executor) BeginIn(f *Flow, req Request) error { return f.begin(e, &req) }
+func (c *Config) BeginIn(f *Flow, req Request) error { return f.begin(c, &req) }
 
 // begin is BeginIn, with req by reference: BeginIn inlines into its
 // caller, so that a request is copied once, into the Flow.
-func (f *Flow) begin(e *Executor, req *Request) error {
-	if err := req.Validate(&e.policy); err != nil {
+func (f *Flow) begin(c *Config, req *Request) error {
+	if err := req.Validate(&c.Policy); err != nil {
 		return err
 	}
 	f.reset()
-	f.ex, f.req = e, *req
+	f.cfg, f.req = c, *req
 	f.eff.Kind, f.eff.Event.Kind, f.eff.Event.Fingerprint = EffectApply, core.EventReserve, req.Fingerprint
 	return nil
 }
@@ -199,7 +200,7 @@ func (f *Flow) end() {
 // *store.Error when the store failed). The Flow reads *a during the call
 // only: the host may reuse it for the next event.
 func (f *Flow) Applied(a *store.Applied, err error) {
-	count(f.ex.metrics, f.req.Scope.UseCase, f.eff.Event.Kind, a, err)
+	Count(f.cfg.Metrics, f.req.Scope.UseCase, f.eff.Event.Kind, a, err)
 	switch f.state {
 	case flowReserve:
 		if err == nil && a.Transition.Decision.Kind == core.DecisionReplay {
@@ -230,7 +231,7 @@ func (f *Flow) Gone(err error) {
 	case flowReserve:
 		f.finish(Result{}, err)
 	case flowWait:
-		f.finish(Result{}, f.inProgress(err, f.ex.policy.RetryAfter))
+		f.finish(Result{}, f.inProgress(err, f.cfg.Policy.RetryAfter))
 	default:
 		f.outOfStep("Gone")
 	}
@@ -246,7 +247,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		// Fail closed: nothing runs when the store cannot be trusted,
 		// including a write that may or may not have applied. A store that
 		// refused the write for good is not down: retrying will not help.
-		f.finish(Result{}, storeErr(err, f.ex.policy.RetryAfter))
+		f.finish(Result{}, storeErr(err, f.cfg.Policy.RetryAfter))
 		return
 	}
 	d := a.Transition.Decision
@@ -254,7 +255,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 	case core.DecisionExecute:
 		f.state, f.ran, f.held = flowRun, true, a.Record
 		f.eff.Kind = EffectRun
-		f.eff.Attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: &f.ex.policy, metrics: f.ex.metrics,
+		f.eff.Attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: &f.cfg.Policy, metrics: f.cfg.Metrics,
 			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
 	case core.DecisionMismatch:
 		f.finish(Result{}, newError(ErrKeyMisuse, &KeyMisuseError{Stored: a.Record.Fingerprint}, 0))
@@ -277,12 +278,12 @@ func replayed(a *store.Applied, r *Result) {
 
 func (f *Flow) inFlight(a *store.Applied, d core.Decision) {
 	if f.deadline.IsZero() {
-		f.deadline = a.Now.Add(f.ex.policy.InFlightWait)
+		f.deadline = a.Now.Add(f.cfg.Policy.InFlightWait)
 	}
 	// Whichever clock says less is left wins: the store's (skew between
 	// hosts does not matter) or the host's own (a store clock that does
 	// not move, as a test's, must not make the wait endless).
-	if remaining := min(f.deadline.Sub(a.Now), f.ex.policy.InFlightWait-f.waited); remaining > 0 {
+	if remaining := min(f.deadline.Sub(a.Now), f.cfg.Policy.InFlightWait-f.waited); remaining > 0 {
 		f.state, f.ran = flowWait, true
 		f.eff.Kind, f.eff.Version, f.eff.Token, f.eff.Wait = EffectWait, a.Record.Version, a.Record.Token, remaining
 		return
@@ -295,8 +296,8 @@ func (f *Flow) inFlight(a *store.Applied, d core.Decision) {
 // away while waiting) and retryAfter.
 func (f *Flow) inProgress(cause error, retryAfter time.Duration) *Error {
 	e := newError(ErrInProgress, cause, retryAfter)
-	if f.ex.policy.InFlightAnswer == core.InFlightAccepted {
-		e.Status = http.StatusAccepted
+	if f.cfg.Policy.InFlightAnswer == core.InFlightAccepted {
+		e.Status = statusAccepted
 	}
 	return e
 }
@@ -322,7 +323,7 @@ func (f *Flow) Ran(resp Response, err error) {
 		f.panicked = p.Value // raised again once the outcome is written
 	}
 	f.state = flowRecord
-	f.eff = Effect{Kind: EffectApply, Held: &f.held, Detached: true, Timeout: f.ex.outcomeTimeout,
+	f.eff = Effect{Kind: EffectApply, Held: &f.held, Detached: true, Timeout: f.cfg.OutcomeTimeout,
 		Event: core.Event{Kind: core.EventMarkUnknown, Token: f.eff.Attempt.Token}, Attempt: f.eff.Attempt}
 	ev := &f.eff.Event
 	if err == nil {
@@ -343,7 +344,7 @@ func (f *Flow) Ran(resp Response, err error) {
 		return
 	}
 	ev.ErrorCode = unknownCode(err)
-	f.finalErr = newError(ErrOutcomeUnknown, err, f.ex.policy.RetryAfter)
+	f.finalErr = newError(ErrOutcomeUnknown, err, f.cfg.Policy.RetryAfter)
 }
 
 func unknownCode(err error) ErrorCode {
@@ -367,7 +368,7 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 		// The core refused the response (not valid HTTP, or too large): it
 		// executed, but what it answered cannot be replayed. Leave the key
 		// to the reconciler and surface the bug.
-		f.markUnknown(codeResponseInvalid, newError(ErrResponseInvalid, err, 0))
+		f.markUnknown(ErrorCodeResponseInvalid, newError(ErrResponseInvalid, err, 0))
 		return
 	case err != nil && errors.Is(err, store.ErrRejected) && outcome:
 		// The store rejected the outcome for good: a write sent again would
@@ -379,13 +380,13 @@ func (f *Flow) recorded(a *store.Applied, err error) {
 		if kind == core.EventFail {
 			final = newError(ErrStoreRejected, &notReleasedError{notExecuted: f.actErr, write: err}, 0)
 		}
-		f.markUnknown(codeStoreRejected, final)
+		f.markUnknown(ErrorCodeStoreRejected, final)
 		return
 	}
 	if kind == core.EventFail && !released(a, err) {
 		// It did not execute, but the key is not free: say so, not that a
 		// retry may run it.
-		f.finish(Result{}, storeErr(&notReleasedError{notExecuted: f.actErr, write: err}, f.ex.policy.RetryAfter))
+		f.finish(Result{}, storeErr(&notReleasedError{notExecuted: f.actErr, write: err}, f.cfg.Policy.RetryAfter))
 		return
 	}
 	if f.finalErr != nil {
@@ -408,13 +409,14 @@ func (f *Flow) markUnknown(code ErrorCode, final error) {
 	f.finalErr = final
 }
 
-// codeStoreRejected is the last error code of a record whose outcome the
-// store rejected (store.ErrRejected).
-const codeStoreRejected ErrorCode = "store_rejected"
+// ErrorCodeStoreRejected is the last error code of a record whose outcome
+// the store rejected (store.ErrRejected), or whose reconciler's finding it
+// rejected: either way the record is left to the reconciler.
+const ErrorCodeStoreRejected ErrorCode = "store_rejected"
 
-// codeResponseInvalid is the last error code of a record whose action
+// ErrorCodeResponseInvalid is the last error code of a record whose action
 // answered a response the core refuses (ErrResponseInvalid).
-const codeResponseInvalid ErrorCode = "response_invalid"
+const ErrorCodeResponseInvalid ErrorCode = "response_invalid"
 
 // storeErr is the answer to a store failure: ErrStoreRejected when the store
 // rejected the write for good (store.ErrRejected), else ErrStoreUnavailable
