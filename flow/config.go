@@ -1,7 +1,7 @@
 package flow
 
 import (
-	"fmt"
+	"errors"
 	"time"
 )
 
@@ -42,7 +42,7 @@ func (c *Config) Fill() error {
 		c.HeartbeatInterval = c.Policy.LeaseDuration / 3
 	}
 	if c.HeartbeatInterval <= 0 || c.OutcomeTimeout <= 0 {
-		return fmt.Errorf("idem: heartbeat interval %v and outcome timeout %v must be positive", c.HeartbeatInterval, c.OutcomeTimeout)
+		return errors.New("idem: heartbeat interval " + c.HeartbeatInterval.String() + " and outcome timeout " + c.OutcomeTimeout.String() + " must be positive")
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -60,7 +59,7 @@ func (e *Error) Error() string {
 	if e.Err == nil {
 		return "idem: " + string(e.Code)
 	}
-	return fmt.Sprintf("idem: %s: %v", e.Code, e.Err)
+	return "idem: " + string(e.Code) + ": " + e.Err.Error()
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -139,7 +138,7 @@ type PanicError struct {
 	Stack []byte
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("action panicked: %v", e.Value) }
+func (e *PanicError) Error() string { return "action panicked: " + panicText(e.Value) }
 
 // The HTTP statuses of the sentinels, as numbers: this package stays free
 // of net/http (a module built from it, as the wasm one, must stay small).

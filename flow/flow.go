@@ -3,7 +3,7 @@ package flow
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/idemkit/idem/core"
@@ -48,7 +48,7 @@ func (k EffectKind) String() string {
 	case EffectAnswer:
 		return "answer"
 	}
-	return fmt.Sprintf("effect(%d)", uint8(k))
+	return "effect(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Effect is one thing a Flow asks of its host. Only the fields its Kind
@@ -239,7 +239,7 @@ func (f *Flow) Gone(err error) {
 
 // outOfStep ends the flow on a report its state does not expect.
 func (f *Flow) outOfStep(report string) {
-	f.finish(Result{}, fmt.Errorf("idem: Flow.%s in state %d: host out of step", report, f.state))
+	f.finish(Result{}, errors.New("idem: Flow."+report+" in state "+strconv.Itoa(int(f.state))+": host out of step"))
 }
 
 func (f *Flow) reserved(a *store.Applied, err error) {
@@ -264,7 +264,7 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 	case core.DecisionInFlight:
 		f.inFlight(a, d)
 	default:
-		f.finish(Result{}, fmt.Errorf("idem: reserve answered %v", d.Kind))
+		f.finish(Result{}, errors.New("idem: reserve answered "+d.Kind.String()))
 	}
 }
 
@@ -330,8 +330,7 @@ func (f *Flow) Ran(resp Response, err error) {
 		ev.Kind, ev.Response = core.EventComplete, resp
 		return
 	}
-	var notExecuted *NotExecutedError
-	if errors.As(err, &notExecuted) {
+	if notExecuted, ok := find[*NotExecutedError](err); ok {
 		ev.Kind, ev.ErrorCode = core.EventFail, notExecuted.Code
 		f.finalErr = newError(ErrNotExecuted, err, 0)
 		if codeErr := core.ValidateErrorCode(notExecuted.Code); codeErr != nil {
@@ -348,9 +347,8 @@ func (f *Flow) Ran(resp Response, err error) {
 }
 
 func unknownCode(err error) ErrorCode {
-	var p *PanicError
-	switch {
-	case errors.As(err, &p):
+	switch _, panicked := find[*PanicError](err); {
+	case panicked:
 		return "action_panic"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"

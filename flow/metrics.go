@@ -2,7 +2,7 @@ package flow
 
 import (
 	"errors"
-	"fmt"
+	"strconv"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
@@ -60,7 +60,7 @@ func (c Counter) Name() string {
 	if c < counterCount {
 		return counterNames[c]
 	}
-	return fmt.Sprintf("counter(%d)", uint8(c))
+	return "counter(" + strconv.Itoa(int(c)) + ")"
 }
 
 func (c Counter) String() string { return c.Name() }
@@ -96,7 +96,7 @@ func (MetricsNop) Add(Counter, Labels, uint64) {}
 // counters mean the same whoever caused the transition. The core refusing
 // an event is the caller's bad input and counts nothing here.
 func Count(m Metrics, useCase string, ev core.EventKind, a *store.Applied, err error) {
-	if _, nop := m.(MetricsNop); !nop { // the default: no labels to build, and no call
+	if counting(m) {
 		countEvent(m, useCase, ev, a, err)
 	}
 }

@@ -3,7 +3,7 @@ package flow
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/idemkit/idem/core"
@@ -45,7 +45,7 @@ func (k ResultKind) String() string {
 	case ResultReplayed:
 		return "replayed"
 	}
-	return fmt.Sprintf("result(%d)", uint8(k))
+	return "result(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Result is a request answered with a response. It is the caller's: a
@@ -96,5 +96,5 @@ func (a Attempt) CompleteIn(ctx context.Context, s store.Store, resp Response) e
 	case core.DecisionCompleted, core.DecisionAcknowledged:
 		return nil
 	}
-	return fmt.Errorf("idem: completion refused: %v", applied.Transition.Decision.Kind)
+	return errors.New("idem: completion refused: " + applied.Transition.Decision.Kind.String())
 }

@@ -46,9 +46,9 @@ var wasmMutants = []Mutant{
 	},
 	{
 		ID: "wasm-memory-view-stale", File: "wasm/host.go",
-		Old:    "\tinst.stack[0] = uint64(n)\n\tif err := inst.stepFunc.CallWithStack(ctx, inst.stack); err != nil {\n\t\treturn core.Transition{}, fmt.Errorf(\"%w: %s: %w\", ErrTrap, abi.ExportStep, err)\n\t}\n\taddr, size := uint32(inst.stack[0]>>32), uint32(inst.stack[0])\n\tanswer, ok := inst.mem.Read(addr, size)\n",
-		New:    "\tinst.stack[0] = uint64(n)\n\tview, _ := inst.mem.Read(0, inst.mem.Size())\n\tif err := inst.stepFunc.CallWithStack(ctx, inst.stack); err != nil {\n\t\treturn core.Transition{}, fmt.Errorf(\"%w: %s: %w\", ErrTrap, abi.ExportStep, err)\n\t}\n\taddr, size := uint32(inst.stack[0]>>32), uint32(inst.stack[0])\n\tok := uint64(addr)+uint64(size) <= uint64(len(view))\n\tvar answer []byte\n\tif ok {\n\t\tanswer = view[addr : addr+size]\n\t}\n",
-		Desc:   "the memory's view is taken before idem_step and not re-read after it: memory the step grew is not seen",
+		Old:    "\tinst.stack[0] = uint64(n)\n\tif err := fn.CallWithStack(ctx, inst.stack); err != nil {\n\t\treturn nil, fmt.Errorf(\"%w: %s: %w\", ErrTrap, name, err)\n\t}\n\taddr, size := uint32(inst.stack[0]>>32), uint32(inst.stack[0])\n\tanswer, ok := inst.mem.Read(addr, size)\n",
+		New:    "\tinst.stack[0] = uint64(n)\n\tview, _ := inst.mem.Read(0, inst.mem.Size())\n\tif err := fn.CallWithStack(ctx, inst.stack); err != nil {\n\t\treturn nil, fmt.Errorf(\"%w: %s: %w\", ErrTrap, name, err)\n\t}\n\taddr, size := uint32(inst.stack[0]>>32), uint32(inst.stack[0])\n\tok := uint64(addr)+uint64(size) <= uint64(len(view))\n\tvar answer []byte\n\tif ok {\n\t\tanswer = view[addr : addr+size]\n\t}\n",
+		Desc:   "the memory's view is taken before idem_step (or idem_flow) and not re-read after it: memory the call grew is not seen",
 		Breaks: "ABI.md Memory (memory can grow during idem_step: a host re-reads the memory after each call)",
 	},
 	// ---- the request the host encodes ------------------------------------

@@ -2,7 +2,7 @@ package store
 
 import (
 	"errors"
-	"fmt"
+	"strconv"
 
 	"github.com/idemkit/idem/core"
 )
@@ -30,7 +30,7 @@ func (m Method) String() string {
 	if m < methodCount {
 		return methodNames[m]
 	}
-	return fmt.Sprintf("method(%d)", uint8(m))
+	return "method(" + strconv.Itoa(int(m)) + ")"
 }
 
 // Error is a store failure, naming the method that failed. After a failed
@@ -40,7 +40,13 @@ type Error struct {
 	Err    error
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("idem/store: %v: %v", e.Method, e.Err) }
+func (e *Error) Error() string {
+	cause := "<nil>" // as fmt's %v prints a nil error
+	if e.Err != nil {
+		cause = e.Err.Error()
+	}
+	return "idem/store: " + e.Method.String() + ": " + cause
+}
 func (e *Error) Unwrap() error { return e.Err }
 
 // errContention is the cause when an Op lost conflictsMax races in a row.

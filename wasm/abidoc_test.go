@@ -32,11 +32,15 @@ func TestABIDocument(t *testing.T) {
 	}
 	must("the version in its title", fmt.Sprintf("# idem.wasm ABI, version %d\n", abi.Version))
 	must("the version idem_abi_version returns", fmt.Sprintf("| `%s` | `() -> i32` | this document's version: `%d` |", abi.ExportVersion, abi.Version))
-	for _, name := range []string{abi.ExportInput, abi.ExportStep, abi.ExportMemory} {
+	for _, name := range []string{abi.ExportInput, abi.ExportStep, abi.ExportFlow, abi.ExportMemory} {
 		must("an export", fmt.Sprintf("| `%s` |", name))
 	}
-	if n := len(regexp.MustCompile("(?m)^\\| `[a-z_]+` \\|").FindAllString(doc, -1)); n != 5 {
-		t.Errorf("ABI.md's export table has %d rows, want 5 (_initialize and the four of package abi)", n)
+	if n := len(regexp.MustCompile("(?m)^\\| `[a-z_]+` \\|").FindAllString(doc, -1)); n != 6 {
+		t.Errorf("ABI.md's export table has %d rows, want 6 (_initialize and the five of package abi)", n)
+	}
+	for call, name := range map[int]string{abi.FlowBegin: "begin", abi.FlowApplied: "applied", abi.FlowRan: "ran", abi.FlowWaited: "waited",
+		abi.FlowGone: "gone", abi.FlowLease: "lease", abi.FlowBeaten: "beaten", abi.FlowLost: "lost", abi.FlowBeatTimeout: "beat_timeout", abi.FlowEnd: "end"} {
+		must("a flow call", fmt.Sprintf("| %d | `%s` |", call, name))
 	}
 	if m := regexp.MustCompile(`version (\d+)|version is (\d+)|v(\d+)\b`).FindAllStringSubmatch(doc, -1); len(m) == 0 {
 		t.Error("no version found in ABI.md: is the pattern broken?")

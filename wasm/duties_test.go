@@ -175,7 +175,7 @@ func TestAnswerAtEndOfMemory(t *testing.T) {
 // refused with ErrABIVersion; one without _initialize is not initialised,
 // and the fake then answers version 0, which is refused too.
 func TestModuleWithoutExports(t *testing.T) {
-	for _, export := range []string{"idem_abi_version", "idem_input", "idem_step", "memory", "_initialize"} {
+	for _, export := range []string{"idem_abi_version", "idem_input", "idem_step", "idem_flow", "memory", "_initialize"} {
 		wasm := renameExport(t, fakeGuest(), export, strings.Repeat("x", len(export)))
 		h, err := newHost(context.Background(), wasm, Options{})
 		if err == nil {

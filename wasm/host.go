@@ -8,8 +8,9 @@
 //
 // Host.Step gives the same Transition, changes the record in the same way and
 // returns errors that errors.Is-match the same core sentinels with the same
-// message as core.Step: the differential tests of this package hold it to
-// that. It exists so that the one implementation of the lifecycle can be
+// message as core.Step; Host.BeginFlow runs the executor's protocol (package
+// flow) in the module, a Flow with flow.Flow's calls, effect for effect the
+// native one. The differential tests of this package hold both to that. It exists so that the one implementation of the lifecycle can be
 // embedded by runtimes that are not Go; in a Go program the native core is
 // faster (BENCHMARKS.md, "wasm").
 //
@@ -215,6 +216,7 @@ type instance struct {
 	mem      api.Memory
 	input    api.Function
 	stepFunc api.Function
+	flowFunc api.Function
 	stack    []uint64 // parameters and results of a call, reused
 	request  []byte   // the encoded request, reused
 	// inputAddr and inputBytes are the guest's input buffer, as idem_input
@@ -258,10 +260,11 @@ func newInstance(ctx context.Context, mod api.Module) (*instance, error) {
 		mem:      mod.ExportedMemory(abi.ExportMemory),
 		input:    mod.ExportedFunction(abi.ExportInput),
 		stepFunc: mod.ExportedFunction(abi.ExportStep),
+		flowFunc: mod.ExportedFunction(abi.ExportFlow),
 		stack:    make([]uint64, 1),
 	}
-	if inst.mem == nil || inst.input == nil || inst.stepFunc == nil {
-		return nil, fmt.Errorf("%w: the module claims ABI v%d but lacks the export %s, %s or %s", ErrABIVersion, abi.Version, abi.ExportInput, abi.ExportStep, abi.ExportMemory)
+	if inst.mem == nil || inst.input == nil || inst.stepFunc == nil || inst.flowFunc == nil {
+		return nil, fmt.Errorf("%w: the module claims ABI v%d but lacks the export %s, %s, %s or %s", ErrABIVersion, abi.Version, abi.ExportInput, abi.ExportStep, abi.ExportFlow, abi.ExportMemory)
 	}
 	return inst, nil
 }
@@ -270,19 +273,30 @@ func newInstance(ctx context.Context, mod api.Module) (*instance, error) {
 // decodes the answer.
 func (inst *instance) step(ctx context.Context, rec *core.Record, ev *core.Event, p *core.Policy) (core.Transition, error) {
 	inst.request = abi.AppendRequest(inst.request[:0], rec, ev, p)
+	answer, err := inst.exchange(ctx, inst.stepFunc, abi.ExportStep)
+	if err != nil {
+		return core.Transition{}, err
+	}
+	return abi.ApplyAnswer(answer, rec, ev)
+}
+
+// exchange writes inst.request into the guest's input buffer, calls fn
+// (the export name) with its size and returns the answer: a view of the
+// guest's memory, valid until the next call.
+func (inst *instance) exchange(ctx context.Context, fn api.Function, name string) ([]byte, error) {
 	n := uint32(len(inst.request))
 	if uint64(len(inst.request)) != uint64(n) {
-		return core.Transition{}, fmt.Errorf("idem/wasm: a %d-byte request does not fit a 32-bit address space", len(inst.request))
+		return nil, fmt.Errorf("idem/wasm: a %d-byte request does not fit a 32-bit address space", len(inst.request))
 	}
 	if n > inst.inputBytes {
 		inst.stack[0] = uint64(n)
 		if err := inst.input.CallWithStack(ctx, inst.stack); err != nil {
-			return core.Transition{}, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportInput, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportInput, err)
 		}
 		inst.inputAddr, inst.inputBytes = uint32(inst.stack[0]), n
 	}
 	if !inst.mem.Write(inst.inputAddr, inst.request) {
-		return core.Transition{}, fmt.Errorf("%w: input buffer at %#x+%d is outside the module's memory", ErrTrap, inst.inputAddr, n)
+		return nil, fmt.Errorf("%w: input buffer at %#x+%d is outside the module's memory", ErrTrap, inst.inputAddr, n)
 	}
 	// Drop a large request's copy on the host side: a rare 1 MiB response
 	// should not stay pinned in every pooled instance.
@@ -290,13 +304,13 @@ func (inst *instance) step(ctx context.Context, rec *core.Record, ev *core.Event
 		inst.request = nil
 	}
 	inst.stack[0] = uint64(n)
-	if err := inst.stepFunc.CallWithStack(ctx, inst.stack); err != nil {
-		return core.Transition{}, fmt.Errorf("%w: %s: %w", ErrTrap, abi.ExportStep, err)
+	if err := fn.CallWithStack(ctx, inst.stack); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrTrap, name, err)
 	}
 	addr, size := uint32(inst.stack[0]>>32), uint32(inst.stack[0])
 	answer, ok := inst.mem.Read(addr, size)
 	if !ok {
-		return core.Transition{}, fmt.Errorf("%w: answer at %#x+%d is outside the module's memory", ErrMalformedAnswer, addr, size)
+		return nil, fmt.Errorf("%w: answer at %#x+%d is outside the module's memory", ErrMalformedAnswer, addr, size)
 	}
-	return abi.ApplyAnswer(answer, rec, ev)
+	return answer, nil
 }

@@ -2,8 +2,10 @@ package wasmcore
 
 import (
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/flow"
 	"github.com/idemkit/idem/internal/scenario"
 )
 
@@ -44,6 +46,38 @@ func TestStepScenariosThroughWasm(t *testing.T) {
 // (testdata/flow) over a memory store that steps through the wasm core.
 func TestFlowScenariosThroughWasm(t *testing.T) {
 	walkThroughWasm(t, "../testdata/flow", 30, func(s core.StepFunc) scenario.Runner { return scenario.NewFlows(s).Run })
+}
+
+// TestFlowScenariosThroughWasmFlow runs the same Flow scenarios with the
+// module's Flow (Host.BeginFlow) in place of the native one, over a store
+// that steps through the module's core: the whole lifecycle through wasm,
+// printing what the native Flow prints.
+func TestFlowScenariosThroughWasmFlow(t *testing.T) {
+	h := testHost(t)
+	var flows []*Flow
+	build := scenario.FlowBuild{
+		Begin: func(cfg flow.Config, req flow.Request) (scenario.Protocol, error) {
+			f, err := h.BeginFlow(cfg, req)
+			if err != nil {
+				return nil, err
+			}
+			flows = append(flows, f)
+			return f, nil
+		},
+		Lease: func(p scenario.Protocol, sent time.Time) scenario.LeaseKeeper {
+			l := p.(*Flow).Lease(sent)
+			return &l
+		},
+	}
+	walkThroughWasm(t, "../testdata/flow", 30, func(s core.StepFunc) scenario.Runner { return scenario.NewFlowsOf(build, s).Run })
+	if len(flows) < 20 {
+		t.Fatalf("only %d flows began in the module: is the scenario reader broken?", len(flows))
+	}
+	for _, f := range flows {
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // TestOpScenariosThroughWasm runs the store's Op scenarios

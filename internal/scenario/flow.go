@@ -8,37 +8,77 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/flow"
 	"github.com/idemkit/idem/store"
 )
 
-// Flows runs Flow scenarios: an executor over a memory store whose clock
-// the scenario sets, and the requests' Flows hosted by hand, one effect per
-// command, as Executor.Do hosts them. Other actors (a sweeper, the
-// reconciler, a client of another key) are event commands, applied to the
-// store directly.
+// Flows runs Flow scenarios: the executor's protocol over a memory store
+// whose clock the scenario sets, the requests' Flows hosted by hand, one
+// effect per command, as Executor.Do hosts them. Other actors (a sweeper,
+// the reconciler, a client of another key) are event commands, applied to
+// the store directly.
 type Flows struct {
 	world
-	ex    *idem.Executor
+	build FlowBuild
+	cfg   *flow.Config // filled at the first begin, under the scenario's policy
 	flows map[string]*hosted
+}
+
+// Protocol is the Flow a scenario hosts: a *flow.Flow, or another build of
+// it (the wasm module's).
+type Protocol interface {
+	Next() *flow.Effect
+	Done() bool
+	Result() (flow.Result, error)
+	Applied(a *store.Applied, err error)
+	Ran(resp core.Response, err error)
+	Waited(elapsed time.Duration)
+	Gone(err error)
+}
+
+// LeaseKeeper is a running attempt's lease as the Protocol keeps it.
+type LeaseKeeper interface {
+	Event() core.Event
+	TellBy() time.Time
+	Lost(now time.Time) (cause error, lost bool)
+	Beaten(sent, now time.Time, a *store.Applied, err error) (next time.Duration)
+}
+
+// FlowBuild is a build of the protocol: how a Flow begins, and how its
+// running attempt's lease starts.
+type FlowBuild struct {
+	Begin func(cfg flow.Config, req flow.Request) (Protocol, error)
+	Lease func(p Protocol, sent time.Time) LeaseKeeper
+}
+
+// NativeFlows is package flow's own build.
+var NativeFlows = FlowBuild{
+	Begin: func(cfg flow.Config, req flow.Request) (Protocol, error) { return cfg.Begin(req) },
+	Lease: func(p Protocol, sent time.Time) LeaseKeeper {
+		l := p.(*flow.Flow).Lease(sent)
+		return &l
+	},
 }
 
 // hosted is one request's Flow and what its host keeps beside it, as Do's
 // doHost keeps it.
 type hosted struct {
-	f       *idem.Flow
+	f       Protocol
 	scope   core.Scope
 	sent    time.Time // when the last apply was sent: a lease it grants starts there
-	lease   idem.Lease
+	lease   LeaseKeeper
 	applied store.Applied
 }
 
-// NewFlows is a Flow scenario run whose store steps events with step
-// (core.Step, or another build of it), under the default policy, with the
-// store's clock at T0.
-func NewFlows(step core.StepFunc) *Flows {
-	s := &Flows{flows: map[string]*hosted{}}
+// NewFlows is a Flow scenario run of package flow's own build, whose store
+// steps events with step (core.Step, or another build of it), under the
+// default policy, with the store's clock at T0.
+func NewFlows(step core.StepFunc) *Flows { return NewFlowsOf(NativeFlows, step) }
+
+// NewFlowsOf is NewFlows for another build of the protocol.
+func NewFlowsOf(build FlowBuild, step core.StepFunc) *Flows {
+	s := &Flows{build: build, flows: map[string]*hosted{}}
 	s.init(step)
 	return s
 }
@@ -48,7 +88,7 @@ func (s *Flows) Run(t *testing.T, d *datadriven.TestData) string {
 	a := s.at(t, d)
 	switch d.Cmd {
 	case "policy":
-		if s.ex != nil {
+		if s.cfg != nil {
 			d.Fatalf(t, "policy after the first begin: the executor has its policy")
 		}
 		applyPolicy(a, &s.policy)
@@ -65,22 +105,21 @@ func (s *Flows) Run(t *testing.T, d *datadriven.TestData) string {
 // request.
 func (s *Flows) begin(a args) string {
 	a.only("flow", "fp", "key", "at")
-	if s.ex == nil {
-		ex, err := idem.New(s.st, idem.WithPolicy(s.policy))
-		if err != nil {
+	if s.cfg == nil {
+		s.cfg = &flow.Config{Policy: s.policy} // as idem.New fills it
+		if err := s.cfg.Fill(); err != nil {
 			a.d.Fatalf(a.t, "%v", err)
 		}
-		s.ex = ex
 	}
 	name := a.text("flow")
 	if _, ok := s.flows[name]; ok || name == "" {
 		a.d.Fatalf(a.t, "flow=%q: want a name not used before", name)
 	}
-	req := idem.Request{Scope: scopeOf(a)}
+	req := flow.Request{Scope: scopeOf(a)}
 	if a.has("fp") {
 		req.Fingerprint = Fingerprint(a.text("fp"))
 	}
-	f, err := s.ex.Begin(req)
+	f, err := s.build.Begin(*s.cfg, req)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -99,10 +138,10 @@ func (s *Flows) flow(a args) *hosted {
 }
 
 // DescribeEffect says what f asks of its host next, or its answer.
-func DescribeEffect(f *idem.Flow) string {
+func DescribeEffect(f Protocol) string {
 	e := f.Next()
 	switch e.Kind {
-	case idem.EffectApply:
+	case flow.EffectApply:
 		w := []string{"effect: apply", e.Event.Kind.String()}
 		if e.Event.Token != 0 {
 			w = append(w, fmt.Sprintf("token=%d", e.Event.Token))
@@ -120,19 +159,19 @@ func DescribeEffect(f *idem.Flow) string {
 			w = append(w, "detached", "timeout="+e.Timeout.String())
 		}
 		return strings.Join(w, " ")
-	case idem.EffectRun:
+	case flow.EffectRun:
 		return fmt.Sprintf("effect: run token=%d locked_until=%s", e.Attempt.Token, stamp(e.Attempt.LockedUntil))
-	case idem.EffectWait:
+	case flow.EffectWait:
 		return fmt.Sprintf("effect: wait version=%d token=%d for=%v", e.Version, e.Token, e.Wait)
 	}
 	return describeAnswer(f, e)
 }
 
 // describeAnswer is a done Flow's answer.
-func describeAnswer(f *idem.Flow, e *idem.Effect) string {
+func describeAnswer(f Protocol, e *flow.Effect) string {
 	r, err := f.Result()
 	var b strings.Builder
-	var ie *idem.Error
+	var ie *flow.Error
 	switch {
 	case err == nil:
 		fmt.Fprintf(&b, "answer: %s status=%d token=%d", kindName(r.Kind), r.Response.StatusCode, r.Token)
@@ -154,11 +193,11 @@ func describeAnswer(f *idem.Flow, e *idem.Effect) string {
 	return b.String()
 }
 
-func kindName(k idem.ResultKind) string {
+func kindName(k flow.ResultKind) string {
 	switch k {
-	case idem.ResultExecuted:
+	case flow.ResultExecuted:
 		return "executed"
-	case idem.ResultReplayed:
+	case flow.ResultReplayed:
 		return "replayed"
 	}
 	return k.String()

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
+	"github.com/idemkit/idem/flow"
 	"github.com/idemkit/idem/store"
 )
 
@@ -51,7 +51,7 @@ func (s *Flows) report(a args, h *hosted) string {
 func (s *Flows) apply(a args, h *hosted) string {
 	a.only("flow", "at", "error", "written")
 	e := h.f.Next()
-	if e.Kind != idem.EffectApply {
+	if e.Kind != flow.EffectApply {
 		a.d.Fatalf(a.t, "apply: the flow asks for %s, not an apply", e.Kind)
 	}
 	failure := storeFailure(a)
@@ -78,8 +78,8 @@ func (s *Flows) apply(a args, h *hosted) string {
 		h.applied, err = store.Applied{}, failure
 	}
 	h.f.Applied(&h.applied, err)
-	if h.f.Next().Kind == idem.EffectRun {
-		h.lease = h.f.Lease(h.sent) // Do starts the lease as the action starts
+	if h.f.Next().Kind == flow.EffectRun {
+		h.lease = s.build.Lease(h.f, h.sent) // Do starts the lease as the action starts
 	}
 	return out
 }
@@ -106,24 +106,24 @@ func storeFailure(a args) error {
 // actionReturn is what a run command says the action returned: a response
 // (status=, body=), or error= (not_executed with code=, failed, deadline,
 // canceled), or panic=.
-func actionReturn(a args) (idem.Response, error) {
+func actionReturn(a args) (core.Response, error) {
 	if a.has("panic") {
-		return idem.Response{}, &idem.PanicError{Value: a.text("panic")}
+		return core.Response{}, &flow.PanicError{Value: a.text("panic")}
 	}
 	switch a.choice("error", 0, "", "not_executed", "failed", "deadline", "canceled") {
 	case 1:
-		return idem.Response{}, &idem.NotExecutedError{Err: errors.New("declined before sending"), Code: core.ErrorCode(a.text("code"))}
+		return core.Response{}, &flow.NotExecutedError{Err: errors.New("declined before sending"), Code: core.ErrorCode(a.text("code"))}
 	case 2:
-		return idem.Response{}, errors.New("gateway: connection reset")
+		return core.Response{}, errors.New("gateway: connection reset")
 	case 3:
-		return idem.Response{}, context.DeadlineExceeded
+		return core.Response{}, context.DeadlineExceeded
 	case 4:
-		return idem.Response{}, context.Canceled
+		return core.Response{}, context.Canceled
 	}
 	if !a.has("status") {
 		a.d.Fatalf(a.t, "run: say what the action returned (status=, error= or panic=)")
 	}
-	return idem.Response{StatusCode: int(a.uint("status")), Body: []byte(a.text("body"))}, nil
+	return core.Response{StatusCode: int(a.uint("status")), Body: []byte(a.text("body"))}, nil
 }
 
 // beat sends h's heartbeat at the store's clock (at=), as Do's heart does,

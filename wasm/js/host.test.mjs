@@ -166,7 +166,7 @@ test('an answer that ends at the end of the guest\'s memory is read; one a byte 
   assert.equal(canned(core).steps, 3n);
 });
 
-for (const name of ['idem_abi_version', 'idem_input', 'idem_step', 'memory']) {
+for (const name of ['idem_abi_version', 'idem_input', 'idem_step', 'idem_flow', 'memory']) {
   test(`a module without ${name} is refused`, async () => {
     await assert.rejects(load({ wasm: renameExport(fake, name) }), (err) => {
       assert.ok(err instanceof AbiVersionError, `${err?.name}: ${err?.message}`);

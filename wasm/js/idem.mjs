@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 
 /** The ABI version this host speaks (ABI.md). */
-export const ABI_VERSION = 3;
+export const ABI_VERSION = 4;
 
 /** Names of the core's error sentinels, by ABI error code (ABI.md). */
 export const ERROR_CODES = Object.freeze([
@@ -413,7 +413,7 @@ function wasiClass() {
 }
 
 // The exports of the ABI, by kind (ABI.md, "Imports and exports").
-const EXPORTS = { idem_abi_version: 'function', idem_input: 'function', idem_step: 'function', memory: 'memory' };
+const EXPORTS = { idem_abi_version: 'function', idem_input: 'function', idem_step: 'function', idem_flow: 'function', memory: 'memory' };
 
 /**
  * Compiles the module and returns a core whose step() is the Go core.Step.

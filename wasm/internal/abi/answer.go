@@ -21,12 +21,7 @@ func AppendRefused(dst []byte, err error) []byte {
 // decoded), see the Changed bits. ev is the event Step was given: a response
 // that Step took from it is sent as ResponseFromEvent, not as bytes.
 func AppendOK(dst []byte, res *core.Transition, before, after *core.Record, ev *core.Event) []byte {
-	dst = append(dst, AnswerOK, byte(res.Decision.Kind))
-	dst = appendU64(dst, uint64(res.Decision.Token))
-	dst = appendU64(dst, uint64(res.Decision.RetryAfter))
-	dst = append(dst, byte(res.Write.Kind))
-	dst = appendU64(dst, res.Write.ExpectVersion)
-	dst = appendU64(dst, uint64(res.Write.ExpectToken))
+	dst = appendTransition(append(dst, AnswerOK), res)
 	mask := changedMask(before, after)
 	dst = appendU32(dst, mask)
 	return appendChanged(dst, mask, after, ev)

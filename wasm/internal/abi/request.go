@@ -13,6 +13,11 @@ import (
 func AppendRequest(dst []byte, rec *core.Record, ev *core.Event, p *core.Policy) []byte {
 	dst = appendPolicy(dst, p)
 	dst = appendRecord(dst, rec)
+	return appendEvent(dst, ev)
+}
+
+// appendEvent writes an event: a request's, and an apply effect's.
+func appendEvent(dst []byte, ev *core.Event) []byte {
 	dst = append(dst, byte(ev.Kind))
 	dst = appendTime(dst, ev.Now)
 	dst = append(dst, ev.Fingerprint[:]...)
@@ -260,37 +265,8 @@ func (r *reader) response(resp *core.Response, emptyBody *[1]byte, emptyHeaders 
 // the times marked as InputLoc and NowLoc say. The decoded values alias b.
 func DecodeRequest(b []byte, rec *core.Record, ev *core.Event, p *core.Policy) error {
 	r := reader{b: b}
-	p.LeaseDuration = time.Duration(r.u64())
-	p.TTL = time.Duration(r.u64())
-	p.InFlightWait = time.Duration(r.u64())
-	p.InFlightAnswer = core.InFlightAnswer(r.u8())
-	p.RetryAfter = time.Duration(r.u64())
-	p.Expiry = core.ExpiryMode(r.u8())
-	p.Fail = core.FailMode(r.u8())
-	p.ReconcileBackoffBase = time.Duration(r.u64())
-	p.ReconcileBackoffMax = time.Duration(r.u64())
-	p.ReconcileAttemptsMax = r.u32()
-	p.TombstoneRetention = time.Duration(r.u64())
-	p.KeyBytesMax = int(int64(r.u64()))
-	p.RequestBytesMax = int(int64(r.u64()))
-	p.ResponseBytesMax = int(int64(r.u64()))
-
-	rec.Scope.Tenant = r.str()
-	rec.Scope.Principal = r.str()
-	rec.Scope.UseCase = r.str()
-	rec.Scope.Key = r.str()
-	rec.Status = core.Status(r.u8())
-	copy(rec.Fingerprint[:], r.take(core.FingerprintBytes))
-	rec.Token = core.Token(r.u64())
-	rec.Version = r.u64()
-	r.response(&rec.Response, &recEmptyBody, &recEmptyHeaders)
-	rec.LastErrorCode = core.ErrorCode(r.str())
-	rec.LockedUntil = r.time(InputLoc)
-	rec.ReconcileAfter = r.time(InputLoc)
-	rec.ReconcileAttempts = r.u32()
-	rec.CreatedAt = r.time(InputLoc)
-	rec.CompletedAt = r.time(InputLoc)
-	rec.ExpiresAt = r.time(InputLoc)
+	r.policy(p)
+	r.record(rec, InputLoc, &recEmptyBody, &recEmptyHeaders)
 
 	ev.Kind = core.EventKind(r.u8())
 	ev.Now = r.time(NowLoc)
