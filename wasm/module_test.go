@@ -1,10 +1,12 @@
 package wasmcore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +16,55 @@ import (
 	"github.com/idemkit/idem/wasm/internal/abi"
 	"github.com/idemkit/idem/wasm/internal/stamp"
 )
+
+// The module's size targets (BENCHMARKS.md, "wasm"): what a runtime
+// downloads and loads, with the core and the executor's protocol in it.
+const (
+	moduleBytesMax     = 2_500_000
+	moduleGzipBytesMax = 700_000 // gzip -9, as `make wasm` reports it
+)
+
+// TestModuleSize holds the embedded module to its size targets.
+func TestModuleSize(t *testing.T) {
+	if len(module) > moduleBytesMax {
+		t.Errorf("idem.wasm is %d bytes, over %d", len(module), moduleBytesMax)
+	}
+	cmd := exec.Command("gzip", "-9", "-c")
+	cmd.Stdin = bytes.NewReader(module)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gzip -9 (the measure make wasm reports): %v", err)
+	}
+	if len(out) > moduleGzipBytesMax {
+		t.Errorf("idem.wasm is %d bytes gzipped, over %d", len(out), moduleGzipBytesMax)
+	}
+}
+
+// TestStampCoversWhatTheModuleIsBuiltFrom: the stamp hashes the guest and
+// every package of this module it imports as built for wasip1 (the core,
+// the ABI, the protocol, the store's contract), and nothing that is not
+// compiled into the module.
+func TestStampCoversWhatTheModuleIsBuiltFrom(t *testing.T) {
+	paths, err := stamp.Sources("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := map[string]bool{}
+	for _, p := range paths {
+		has[p] = true
+	}
+	for _, want := range []string{"go.mod", "core/step.go", "wasm/guest/main.go", "wasm/guest/flow.go", "wasm/internal/abi/flow.go",
+		"flow/flow.go", "flow/module_wasip1.go", "store/store.go"} {
+		if !has[want] {
+			t.Errorf("the stamp does not cover %s (it covers %v)", want, paths)
+		}
+	}
+	for _, not := range []string{"flow/module_native.go", "flow/find_test.go", "executor.go", "wasm/host.go"} {
+		if has[not] {
+			t.Errorf("the stamp covers %s, which is not compiled into the module", not)
+		}
+	}
+}
 
 // TestModuleFresh fails when the embedded idem.wasm was not built from the
 // sources as they are now: `make wasm` records the hash of the core's, the
@@ -37,7 +88,7 @@ func TestModuleFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sources != s.Sources {
-		t.Errorf("idem.wasm is stale: core/, wasm/guest/, wasm/internal/abi/ or go.mod changed since it was built (sources %s, stamp %s): run `make wasm`", sources, s.Sources)
+		t.Errorf("idem.wasm is stale: what it is built from (stamp.Sources: the guest, the packages it imports, go.mod) changed since (sources %s, stamp %s): run `make wasm`", sources, s.Sources)
 	}
 }
 
@@ -45,7 +96,7 @@ func TestModuleFresh(t *testing.T) {
 // moves with any edit of a core source, so that the staleness check can fail.
 func TestSourcesHashSeesEdits(t *testing.T) {
 	root := t.TempDir()
-	for _, dir := range []string{"core", "wasm/guest", "wasm/internal/abi"} {
+	for _, dir := range []string{"core", "flow", "wasm/guest"} {
 		if err := os.MkdirAll(root+"/"+dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -55,20 +106,35 @@ func TestSourcesHashSeesEdits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("go.mod", "module m\n")
+	hash := func() string {
+		t.Helper()
+		h, err := stamp.SourcesHash(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	write("go.mod", "module github.com/idemkit/idem\n")
+	write("wasm/guest/main.go", "package main\n\nimport _ \"github.com/idemkit/idem/core\"\n")
 	write("core/step.go", "package core\n")
 	write("core/step_test.go", "package core\n")
-	h0, err := stamp.SourcesHash(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	write("flow/flow.go", "package flow\n")
+	h0 := hash()
 	write("core/step_test.go", "package core // tests are not in the module\n")
-	if h, _ := stamp.SourcesHash(root); h != h0 {
-		t.Error("editing a test file changed the sources hash")
+	write("flow/flow.go", "package flow // not imported by the guest\n")
+	if hash() != h0 {
+		t.Error("editing a test file, or a package the guest does not import, changed the sources hash")
 	}
 	write("core/step.go", "package core // an edit\n")
-	if h, _ := stamp.SourcesHash(root); h == h0 {
+	h1 := hash()
+	if h1 == h0 {
 		t.Error("editing core/step.go left the sources hash as it was")
+	}
+	write("wasm/guest/main.go", "package main\n\nimport (\n\t_ \"github.com/idemkit/idem/core\"\n\t_ \"github.com/idemkit/idem/flow\"\n)\n")
+	h2 := hash()
+	write("flow/flow.go", "package flow // imported now\n")
+	if hash() == h2 || h2 == h1 {
+		t.Error("a package the guest imports is not in the sources hash")
 	}
 }
 

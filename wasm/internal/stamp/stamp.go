@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"go/build"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,10 +19,60 @@ import (
 // File is the stamp's path under the repository root.
 const File = "wasm/idem.wasm.stamp"
 
-// sourceGlobs are the files whose change changes the module: the core, the
-// guest, the ABI package and go.mod (its go line selects the language
-// version). Tests are left out: they are not compiled into the module.
-var sourceGlobs = []string{"core/*.go", "wasm/guest/*.go", "wasm/internal/abi/*.go", "go.mod"}
+// modulePath is the module's import path; guestPath the guest's package.
+const (
+	modulePath = "github.com/idemkit/idem"
+	guestPath  = modulePath + "/wasm/guest"
+)
+
+// Sources lists, as slash paths under root, the files whose change
+// changes the module: go.mod (its go line selects the language version)
+// and the Go files, as built for wasip1, of the guest and of every package
+// of this module it imports (the core, the ABI, the protocol, the store's
+// contract, and whatever they come to import). Tests are left out: they
+// are not compiled into the module.
+func Sources(root string) ([]string, error) {
+	ctx := build.Default
+	ctx.GOOS, ctx.GOARCH = "wasip1", "wasm"
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{"go.mod"}
+	seen := map[string]bool{}
+	var walk func(importPath string) error
+	walk = func(importPath string) error {
+		if seen[importPath] {
+			return nil
+		}
+		seen[importPath] = true
+		dir := filepath.Join(abs, filepath.FromSlash(strings.TrimPrefix(importPath, modulePath)))
+		pkg, err := ctx.ImportDir(dir, 0)
+		if err != nil {
+			return fmt.Errorf("stamp: %s: %w", importPath, err)
+		}
+		for _, f := range pkg.GoFiles {
+			rel, err := filepath.Rel(abs, filepath.Join(dir, f))
+			if err != nil {
+				return err
+			}
+			paths = append(paths, filepath.ToSlash(rel))
+		}
+		for _, imp := range pkg.Imports {
+			if imp == modulePath || strings.HasPrefix(imp, modulePath+"/") {
+				if err := walk(imp); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(guestPath); err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	return paths, nil
+}
 
 // Stamp is what the module was built from and what it is.
 type Stamp struct {
@@ -33,30 +84,17 @@ type Stamp struct {
 // its length and its bytes, in sorted path order, so that a rename, a new
 // file or an edit all change it.
 func SourcesHash(root string) (string, error) {
-	var paths []string
-	for _, g := range sourceGlobs {
-		m, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(g)))
-		if err != nil {
-			return "", err
-		}
-		for _, p := range m {
-			if !strings.HasSuffix(p, "_test.go") {
-				paths = append(paths, p)
-			}
-		}
+	paths, err := Sources(root)
+	if err != nil {
+		return "", err
 	}
-	slices.Sort(paths)
 	h := sha256.New()
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
+	for _, rel := range paths {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
 			return "", err
 		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
