@@ -39,7 +39,7 @@ func TestFlowDifferential(t *testing.T) {
 		if rapid.Bool().Draw(t, "durations_set") {
 			cfg.OutcomeTimeout, cfg.HeartbeatInterval = genDuration(t, "outcome_timeout"), genDuration(t, "heartbeat_interval")
 		}
-		req := flow.Request{Scope: genFlowScope(t), Fingerprint: rapid.SampledFrom(genFPs).Draw(t, "fingerprint")}
+		req := flow.Request{Scope: genFlowScope(t), Fingerprint: genRequestFP(t)}
 		native := cfg
 		nf, nerr := (*flow.Flow)(nil), native.Fill()
 		if nerr == nil {
@@ -60,9 +60,18 @@ func TestFlowDifferential(t *testing.T) {
 			if nf.Done() && !rapid.Bool().Draw(t, "report_after_done") || i == 24 {
 				return
 			}
-			drive(t, nf, wf)
+			drive(t, nf, true, func() { driveLease(t, nf, wf) }, wf)
 		}
 	})
+}
+
+// genRequestFP is a request's fingerprint: now and then none, which the
+// Flow refuses.
+func genRequestFP(t *rapid.T) core.Fingerprint {
+	if rapid.IntRange(0, 7).Draw(t, "fingerprint_missing") == 0 {
+		return core.Fingerprint{}
+	}
+	return rapid.SampledFrom(genFPs[1:]).Draw(t, "fingerprint")
 }
 
 // genFlowScope is genScope, or a scope the Flow refuses.
@@ -81,47 +90,65 @@ func genFlowScope(t *rapid.T) core.Scope {
 	return s
 }
 
+// reportee is a Flow that takes the reports drive draws: the module's, or
+// a fixture's recorder (flow_fixture_test.go).
+type reportee interface {
+	Applied(a *store.Applied, err error)
+	Ran(resp core.Response, err error)
+	Waited(elapsed time.Duration)
+	Gone(err error)
+}
+
 // drive draws a report for the native Flow's effect (or one out of step)
-// and gives it to both flows.
-func drive(t *rapid.T, nf *flow.Flow, wf *Flow) {
+// and gives it to nf and to each of others; panics only if panics is set
+// (the Node host has none to report). A Run's lease is driven by lease, if
+// not nil, before the action's return.
+func drive(t *rapid.T, nf *flow.Flow, panics bool, lease func(), others ...reportee) {
 	eff := nf.Next()
 	kind := eff.Kind
 	if rapid.IntRange(0, 15).Draw(t, "out_of_step") == 0 {
 		kind = flow.EffectKind(rapid.IntRange(1, 4).Draw(t, "report_as"))
 	}
+	all := append([]reportee{nf}, others...)
 	switch kind {
 	case flow.EffectApply, flow.EffectAnswer:
 		switch rapid.IntRange(0, 9).Draw(t, "apply_outcome") {
 		case 0:
 			err := genCallerErr(t)
-			nf.Gone(err)
-			wf.Gone(err)
+			for _, f := range all {
+				f.Gone(err)
+			}
 		case 1, 2:
 			err := genStoreErr(t)
-			nf.Applied(nil, err)
-			wf.Applied(nil, err)
+			for _, f := range all {
+				f.Applied(nil, err)
+			}
 		default:
 			a := genApplied(t, eff.Event.Kind)
-			nf.Applied(&a, nil)
-			wf.Applied(&a, nil)
+			for _, f := range all {
+				f.Applied(&a, nil)
+			}
 		}
 	case flow.EffectRun:
-		if eff.Kind == flow.EffectRun && rapid.Bool().Draw(t, "lease") {
-			driveLease(t, nf, wf)
+		if eff.Kind == flow.EffectRun && lease != nil && rapid.Bool().Draw(t, "lease") {
+			lease()
 		}
-		resp, err := genRan(t)
-		nf.Ran(resp, err)
-		wf.Ran(resp, err)
+		resp, err := genRan(t, panics)
+		for _, f := range all {
+			f.Ran(resp, err)
+		}
 	case flow.EffectWait:
 		if rapid.IntRange(0, 4).Draw(t, "wait_gone") == 0 {
 			err := genCallerErr(t)
-			nf.Gone(err)
-			wf.Gone(err)
+			for _, f := range all {
+				f.Gone(err)
+			}
 			return
 		}
 		d := time.Duration(int64(genU64(t, "elapsed", math.MaxUint64)))
-		nf.Waited(d)
-		wf.Waited(d)
+		for _, f := range all {
+			f.Waited(d)
+		}
 	}
 }
 
@@ -146,13 +173,7 @@ func driveLease(t *rapid.T, nf *flow.Flow, wf *Flow) {
 		now := genHostTime(t, "lease_now")
 		switch rapid.IntRange(0, 2).Draw(t, "lease_call") {
 		case 0:
-			var a store.Applied
-			var err error
-			if rapid.Bool().Draw(t, "beat_failed") {
-				err = genStoreErr(t)
-			} else {
-				a = genApplied(t, core.EventHeartbeat)
-			}
+			a, err := genBeat(t)
 			same("Beaten", nl.Beaten(sent, now, &a, err), wl.Beaten(sent, now, &a, err))
 			sameLease()
 		case 1:
@@ -166,6 +187,15 @@ func driveLease(t *rapid.T, nf *flow.Flow, wf *Flow) {
 			same("BeatTimeout", nl.BeatTimeout(now), wl.BeatTimeout(now))
 		}
 	}
+}
+
+// genBeat is what a heartbeat's store call answers: what it applied, or
+// a store error.
+func genBeat(t *rapid.T) (store.Applied, error) {
+	if rapid.Bool().Draw(t, "beat_failed") {
+		return store.Applied{}, genStoreErr(t)
+	}
+	return genApplied(t, core.EventHeartbeat), nil
 }
 
 // genHostTime is a time on a host's clock around genT0, to the nanosecond.
@@ -235,8 +265,12 @@ func genApplied(t *rapid.T, ev core.EventKind) store.Applied {
 
 // genRan is what an action returns: a response, proof it did nothing
 // (with a valid code or not, wrapped or not), a panic, or another error.
-func genRan(t *rapid.T) (core.Response, error) {
-	switch rapid.IntRange(0, 5).Draw(t, "ran") {
+func genRan(t *rapid.T, panics bool) (core.Response, error) {
+	n := rapid.IntRange(0, 5).Draw(t, "ran")
+	if n == 3 && !panics {
+		n = 4
+	}
+	switch n {
 	case 0, 1:
 		return genResponse(t, genOptions{bodyBytesMax: 64}, "ran_"), nil
 	case 2:
@@ -323,4 +357,37 @@ func compareFlowErrors(native, module error) string {
 		return fmt.Sprintf("flow error %+v, module %+v", ne, we)
 	}
 	return ""
+}
+
+// TestFlowOutOfStepPanic: a panic reported out of step (while the flow
+// asks for its reserve) ends the flow as any report out of step does, and
+// the answer carries no panic to raise: no action ran.
+func TestFlowOutOfStepPanic(t *testing.T) {
+	h := testHost(t)
+	rawAnswers = true
+	defer func() { rawAnswers = false }()
+	cfg := flow.Config{Policy: core.PolicyDefault()}
+	req := flow.Request{Scope: genScope, Fingerprint: genFPs[1]}
+	native := cfg
+	if err := native.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	nf, err := native.Begin(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := h.BeginFlow(cfg, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wf.Close()
+	panicked := &flow.PanicError{Value: "boom"}
+	nf.Ran(core.Response{}, panicked)
+	wf.Ran(core.Response{}, panicked)
+	if d := compareFlows(nf, wf); d != "" {
+		t.Fatal(d)
+	}
+	if !wf.Done() || wf.Next().Panic != nil {
+		t.Fatalf("after a panic out of step: done %v, panic %v; want done, no panic", wf.Done(), wf.Next().Panic)
+	}
 }

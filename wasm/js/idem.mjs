@@ -276,8 +276,8 @@ class Writer {
       this.u32(b.length); this.raw(b);
     }
   }
-  request(record, event, p) {
-    object(record, 'record'); object(event, 'event'); object(p, 'policy');
+  policy(p) {
+    object(p, 'policy');
     this.i64(p.leaseDuration, 'policy.leaseDuration'); this.i64(p.ttl, 'policy.ttl');
     this.i64(p.inFlightWait, 'policy.inFlightWait'); this.u8(p.inFlightAnswer, 'policy.inFlightAnswer');
     this.i64(p.retryAfter, 'policy.retryAfter'); this.u8(p.expiry, 'policy.expiry'); this.u8(p.fail, 'policy.fail');
@@ -285,15 +285,25 @@ class Writer {
     this.u32(p.reconcileAttemptsMax, 'policy.reconcileAttemptsMax'); this.i64(p.tombstoneRetention, 'policy.tombstoneRetention');
     this.i64(p.keyBytesMax, 'policy.keyBytesMax'); this.i64(p.requestBytesMax, 'policy.requestBytesMax');
     this.i64(p.responseBytesMax, 'policy.responseBytesMax');
-    const r = record;
-    this.str(r.tenant, 'record.tenant'); this.str(r.principal, 'record.principal');
-    this.str(r.useCase, 'record.useCase'); this.str(r.key, 'record.key');
+  }
+  scope(r, prefix) {
+    this.str(r.tenant, `${prefix}.tenant`); this.str(r.principal, `${prefix}.principal`);
+    this.str(r.useCase, `${prefix}.useCase`); this.str(r.key, `${prefix}.key`);
+  }
+  record(r) {
+    object(r, 'record');
+    this.scope(r, 'record');
     this.u8(r.status, 'record.status'); this.fingerprint(r.fingerprint, 'record.fingerprint');
     this.u64(r.token, 'record.token'); this.u64(r.version, 'record.version');
     this.response(r.response, RECORD_RESPONSE); this.str(r.lastErrorCode, 'record.lastErrorCode');
     this.time(r.lockedUntil, 'record.lockedUntil'); this.time(r.reconcileAfter, 'record.reconcileAfter');
     this.u32(r.reconcileAttempts, 'record.reconcileAttempts');
     this.time(r.createdAt, 'record.createdAt'); this.time(r.completedAt, 'record.completedAt'); this.time(r.expiresAt, 'record.expiresAt');
+  }
+  request(record, event, p) {
+    object(record, 'record'); object(event, 'event'); object(p, 'policy');
+    this.policy(p);
+    this.record(record);
     // An event's fields other than kind and now may be left out: their zero
     // values, as in Go, which the core ignores where they do not count for
     // the kind and refuses where they do.
@@ -464,12 +474,44 @@ export async function load(options = {}) {
   }
 
   let inst = await instantiate();
+  let generation = 0; // counts the instances made: a flow lives on one
+  // call writes w's first w.n bytes into the guest's input buffer, calls the
+  // export name with their size and returns the answer, a view of the
+  // guest's memory valid until the next call.
+  function call(name, w) {
+    if (inst === null) {
+      if (pending === null) replace(); // the last replacement failed: try again
+      throw new TrapError('idem/wasm: the module trapped and its replacement is not ready yet; retry after ready()',
+        replaceError === null ? undefined : { cause: replaceError });
+    }
+    const n = w.n;
+    const ex = inst.exports;
+    let packed;
+    try {
+      if (n > inst.inputBytes) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputBytes = n; }
+      new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(w.buf.subarray(0, n));
+      packed = ex[name](n);
+    } catch (err) {
+      // The instance's state is unknown after a trap: never reuse it.
+      inst = null;
+      replace();
+      // proc_exit throws a symbol (returnOnExit), a trap a RuntimeError.
+      const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);
+      throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });
+    }
+    const addr = Number(BigInt.asUintN(64, packed) >> 32n);
+    const len = Number(BigInt.asUintN(32, packed));
+    // memory.buffer is read after the call: the guest may have grown it.
+    const memory = ex.memory.buffer;
+    if (addr + len > memory.byteLength) throw new MalformedAnswerError(`answer at ${addr}+${len} is outside the module's memory`);
+    return new Uint8Array(memory, addr, len);
+  }
   // After a trap: the replacement being made, or the error that stopped the last one.
   let pending = null;
   let replaceError = null;
   function replace() {
     pending = instantiate().then(
-      (i) => { inst = i; pending = null; replaceError = null; },
+      (i) => { inst = i; generation++; pending = null; replaceError = null; },
       (err) => { pending = null; replaceError = err; },
     );
   }
@@ -484,32 +526,17 @@ export async function load(options = {}) {
     step(record, event, policy) {
       writer.reset();
       writer.request(record, event, policy);
-      if (inst === null) {
-        if (pending === null) replace(); // the last replacement failed: try again
-        throw new TrapError('idem/wasm: the module trapped and its replacement is not ready yet; retry after ready()',
-          replaceError === null ? undefined : { cause: replaceError });
-      }
-      const n = writer.n;
-      const ex = inst.exports;
-      let packed;
-      try {
-        if (n > inst.inputBytes) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputBytes = n; }
-        new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(writer.buf.subarray(0, n));
-        packed = ex.idem_step(n);
-      } catch (err) {
-        // The instance's state is unknown after a trap: never reuse it.
-        inst = null;
-        replace();
-        // proc_exit throws a symbol (returnOnExit), a trap a RuntimeError.
-        const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);
-        throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });
-      }
-      const addr = Number(BigInt.asUintN(64, packed) >> 32n);
-      const len = Number(BigInt.asUintN(32, packed));
-      // memory.buffer is read after the call: the guest may have grown it.
-      const memory = ex.memory.buffer;
-      if (addr + len > memory.byteLength) throw new MalformedAnswerError(`answer at ${addr}+${len} is outside the module's memory`);
-      return applyAnswer(new Uint8Array(memory, addr, len), record, event);
+      return applyAnswer(call('idem_step', writer), record, event);
+    },
+    /**
+     * Internal to this package (flow.mjs): runs the flow call w holds
+     * through idem_flow and returns a copy of the answer, with the
+     * instance's generation (a trap replaces the instance, and with it
+     * every flow it held).
+     */
+    _flow(w) {
+      const answer = call('idem_flow', w).slice();
+      return { answer, generation };
     },
     /**
      * Resolves when the instance is usable: at once, or after a trap once
@@ -522,3 +549,9 @@ export async function load(options = {}) {
     },
   };
 }
+
+/**
+ * Internal to this package: the ABI's codec, for flow.mjs (not part of the
+ * API: its shape follows ABI.md, and changes with it).
+ */
+export const _abi = Object.freeze({ Writer, Reader, object, zeroResponse, NANOS, WANT });
