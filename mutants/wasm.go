@@ -370,4 +370,26 @@ var jsMutants = []Mutant{
 		Desc:   "a replacement that succeeds keeps the error of the one that failed before: a later trap's TrapError names a stale cause",
 		Breaks: "ABI.md Traps (ready() rejects with why the instance could not be made)",
 	},
+	// ---- the Node executor (executor.mjs, flow.mjs) ----------------------
+	{
+		ID: "js-exec-outcome-on-caller-signal", File: "wasm/js/executor.mjs",
+		Old:    "    if (!e.detached && signal?.aborted) { flow.gone(signal.reason); return null; }\n",
+		New:    "    if (signal?.aborted) { flow.gone(signal.reason); return null; }\n",
+		Desc:   "the Node executor writes the outcome only while the caller is there: a client that goes away turns a charge into an unknown",
+		Breaks: "SPEC §6 (the outcome is recorded on a context the caller's cancellation does not cancel); issue 23 §2",
+	},
+	{
+		ID: "js-exec-lost-lease-not-aborted", File: "wasm/js/executor.mjs",
+		Old:    "      if (lost) { abortWith(cause); return true; }\n",
+		New:    "      if (lost) { return true; }\n",
+		Desc:   "the Node executor stops beating a lost lease but does not abort the action",
+		Breaks: "flow/doc.go contract 5 (cancel the action when Lease.Lost says so)",
+	},
+	{
+		ID: "js-flow-gone-reason-text", File: "wasm/js/flow.mjs",
+		Old:    "      } else if (effect.error.message === messageOf(reason)) effect.error = reason;\n",
+		New:    "      }\n",
+		Desc:   "a caller gone before anything ran gets an error with its reason's text, not its reason",
+		Breaks: "Executor.Do doc (a caller whose ctx is done before anything ran gets ctx's error as is)",
+	},
 }

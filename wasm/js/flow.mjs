@@ -197,7 +197,7 @@ export class Flow {
   constructor(core, writer, handle, generation, request, effect) {
     this.core = core; this.w = writer; this.handle = handle; this.generation = generation;
     this.scope = { tenant: request.tenant ?? '', principal: request.principal, useCase: request.useCase, key: request.key };
-    this.reported = null; this.heldRecord = null;
+    this.reported = null; this.heldRecord = null; this.goneReason = null;
     this.ended = false;
     this.raw = null; // the module's last answer, as bytes (for tests)
     this.set(effect);
@@ -209,6 +209,15 @@ export class Flow {
       effect.attempt.scope = this.scope;
     }
     if (effect.kind === EffectKind.Apply) effect.held = effect.held ? this.heldRecord : null;
+    if (effect.kind === EffectKind.Answer && effect.error && this.goneReason !== null) {
+      // The caller's own reason, not its text: the answer to a caller that
+      // went away before anything ran is its reason itself (Go: ctx.Err()),
+      // and an in_progress answer wraps it.
+      const reason = this.goneReason;
+      if (effect.error instanceof FlowError) {
+        if (effect.error.cause?.message === messageOf(reason)) effect.error.cause = reason;
+      } else if (effect.error.message === messageOf(reason)) effect.error = reason;
+    }
     this.next = effect;
   }
 
@@ -267,7 +276,10 @@ export class Flow {
   waited(elapsed) { this.call((w) => { w.u8(CALL.waited); w.u32(this.handle); w.i64(elapsed, 'elapsed'); }); }
 
   /** Reports that the caller went away (err: its abort reason) during an Apply or a Wait. */
-  gone(err) { this.call((w) => { w.u8(CALL.gone); w.u32(this.handle); text(w, err); }); }
+  gone(err) {
+    this.goneReason = err;
+    this.call((w) => { w.u8(CALL.gone); w.u32(this.handle); text(w, err); });
+  }
 
   /** Starts the running attempt's lease, granted by the reserve the host sent at sent. */
   lease(sent) { return new Lease(this, sent); }
