@@ -45,7 +45,9 @@ export function createMemoryStore(core, { clock = clockNow } = {}) {
         case WriteKind.Insert: case WriteKind.Update: records.set(key, record); notify(key); break;
         case WriteKind.Delete: records.delete(key); notify(key); break;
       }
-      return { before: before.status, record, transition, now: ev.now };
+      // appliedEvent: the event as applied (the store's time and token),
+      // for a recorder of the store's history (history.mjs).
+      return { before: before.status, record, transition, now: ev.now, appliedEvent: ev };
     },
 
     /**
