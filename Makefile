@@ -30,6 +30,7 @@ sim-long:
 	bash -c 'time ./bin/simrun -seeds 10000 -requests 1000 -lincheck=false'
 
 ## test: gofmt, go.mod tidy, vet and staticcheck (pinned in tools/go.mod), then
+## wasm/js's npm packages by its lockfile (npm ci: pg), then
 ## every test with the race detector (under 5 minutes here), then the
 ## allocation tests, which only mean something without it;
 ## the fingerprint comparison module checks our bytes against gowebpki/jcs
@@ -39,12 +40,11 @@ test:
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) tool -modfile=tools/go.mod staticcheck ./...
+	cd wasm/js && npm ci --no-audit --no-fund --loglevel=error # pg, by the lockfile: wasm/js's PostgreSQL store, which a store/pgx test runs
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run 'Allocs$$' ./fingerprint/ . # allocation counts: built without -race only
 	cd fingerprint/internal/jcsbench && $(GO) vet ./... && $(GO) test ./...
-	@if command -v node >/dev/null 2>&1; then \
-	  echo "== node $$(node --version): wasm/js tests"; node --test wasm/js/; \
-	else echo "== node is not on PATH: skipping the wasm/js tests (CI has node 20)"; fi
+	@echo "== node $$(node --version): wasm/js tests"; node --test wasm/js/
 
 ## bench: every benchmark, with allocations, BENCHCOUNT times (compare with benchstat)
 bench:

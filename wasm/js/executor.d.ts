@@ -26,3 +26,6 @@ export declare function createExecutor(options: {
 
 export declare function createMemoryStore(core: Core, options?: { clock?: () => bigint }): Store & { get(scope: Scope): unknown };
 export declare function clockNow(): bigint;
+
+/** A PostgreSQL store on store/pgx's table (pgstore.mjs); pool is a pg.Pool. */
+export declare function createPgStore(core: Core, pool: unknown, options?: { schema?: string; table?: string }): Store & { close(): Promise<void> };

@@ -18,7 +18,9 @@ import { createExecutor } from './executor.mjs';
 import { recordingStore, policyLine } from './history.mjs';
 
 const core = await load();
-const root = fileURLToPath(new URL('../..', import.meta.url));
+// IDEM_REPO_ROOT: the repository, when this package runs from a copy (the
+// mutant harness's).
+const root = process.env.IDEM_REPO_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 const MS = 1_000_000n;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

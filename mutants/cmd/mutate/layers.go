@@ -305,6 +305,9 @@ func (r *runner) exec(timeout time.Duration, argv ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = r.root
+	// The Node tests that need the repository beside the package (store/pgx's
+	// migrations, cmd/lincheck) find it here, not next to a mutant's copy.
+	cmd.Env = append(os.Environ(), "IDEM_REPO_ROOT="+r.root)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second

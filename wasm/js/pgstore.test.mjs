@@ -1,0 +1,81 @@
+// node --test: the PostgreSQL store (pgstore.mjs) on a real PostgreSQL
+// (IDEM_PG_DSN, by default the machine's test database), in a schema of
+// its own made by store/pgx's migrations, under the executor.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, readdir } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { load, policyDefault } from './idem.mjs';
+import { ResultKind } from './flow.mjs';
+import { createExecutor } from './executor.mjs';
+import { createPgStore } from './pgstore.mjs';
+import { recordingStore, policyLine } from './history.mjs';
+
+const core = await load();
+const dsn = process.env.IDEM_PG_DSN || 'postgres://postgres@127.0.0.1:5432/test';
+const pool = new pg.Pool({ connectionString: dsn, max: 8 });
+const schema = `idem_node_${randomBytes(6).toString('hex')}`;
+
+// The schema, made by store/pgx's migrations as a migration tool runs them.
+// IDEM_REPO_ROOT: the repository, when this package runs from a copy (the
+// mutant harness's).
+const root = process.env.IDEM_REPO_ROOT ? pathToFileURL(`${process.env.IDEM_REPO_ROOT}/`) : new URL('../../', import.meta.url);
+const migrations = new URL('store/pgx/migrations/', root);
+const ups = (await readdir(migrations)).filter((f) => f.endsWith('.up.sql')).sort();
+{
+  const client = await pool.connect();
+  try {
+    await client.query(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
+    for (const f of ups) await client.query(await readFile(new URL(f, migrations), 'utf8'));
+  } finally {
+    client.release();
+  }
+}
+const store = createPgStore(core, pool, { schema });
+after(async () => {
+  await store.close();
+  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  await pool.end();
+});
+
+const MS = 1_000_000n;
+const policy = { ...policyDefault(), inFlightWait: 2000n * MS };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let keys = 0;
+const request = (key = `pg-key-${++keys}-0123456789abcdef`) => ({ principal: 'p', useCase: 'payments.create', key, fingerprint: createHash('sha256').update('a').digest() });
+const charge = (calls, ms = 0) => async () => {
+  calls.n++;
+  if (ms) await sleep(ms);
+  return { statusCode: 201, headers: [{ name: 'Content-Type', value: 'application/json' }, { name: 'X-Note', value: 'é' }], body: new TextEncoder().encode(`{"charge":${calls.n}}`) };
+};
+
+test('a new key executes once on PostgreSQL; a retry replays it byte for byte from the table', async () => {
+  const ex = createExecutor({ core, store, policy });
+  const calls = { n: 0 };
+  const req = request();
+  const first = await ex.do(req, charge(calls));
+  const again = await ex.do(req, charge(calls));
+  assert.equal(first.kind, ResultKind.Executed);
+  assert.equal(again.kind, ResultKind.Replayed);
+  assert.deepEqual(again.response, first.response);
+  assert.equal(calls.n, 1);
+  const { rows } = await pool.query(`SELECT status, response_status FROM ${schema}.idem_records WHERE idem_key = $1`, [req.key]);
+  assert.deepEqual(rows, [{ status: 'completed', response_status: 201 }]);
+});
+
+test('concurrent requests on PostgreSQL: one execution per key, every other answer its replay (a waiter woken by NOTIFY)', async () => {
+  const lines = [policyLine(policy)];
+  const ex = createExecutor({ core, store: recordingStore(store, lines), policy });
+  const calls = { n: 0 };
+  const reqs = [request(), request(), request()];
+  const results = await Promise.all(Array.from({ length: 12 }, (_, i) => ex.do(reqs[i % 3], charge(calls, 150))));
+  assert.equal(calls.n, 3);
+  for (const [i, r] of results.entries()) {
+    const executed = results.find((x, j) => j % 3 === i % 3 && x.kind === ResultKind.Executed);
+    assert.ok(executed, `no execution of key ${i % 3}`);
+    assert.deepEqual(r.response, executed.response);
+  }
+  assert.ok(lines.length > 24);
+});
