@@ -392,4 +392,11 @@ var jsMutants = []Mutant{
 		Desc:   "a caller gone before anything ran gets an error with its reason's text, not its reason",
 		Breaks: "Executor.Do doc (a caller whose ctx is done before anything ran gets ctx's error as is)",
 	},
+	{
+		ID: "js-pgstore-update-unfenced", File: "wasm/js/pgstore.mjs",
+		Old:    "    WHERE ${scopeWhere} AND version = $21 AND token = $22`;\n",
+		New:    "    WHERE ${scopeWhere} AND $21::bigint IS NOT NULL AND $22::bigint IS NOT NULL`;\n",
+		Desc:   "the Node PostgreSQL store updates a record without the (version, token) precondition: a lost race overwrites the winner",
+		Breaks: "store contract (a write under the version and token precondition); issue 23 §3 (a write without the token check is caught)",
+	},
 }

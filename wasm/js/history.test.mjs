@@ -5,37 +5,17 @@
 // stepped) is caught.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { load, policyDefault, absentRecord, EventKind, WriteKind } from './idem.mjs';
 import { NotExecutedError } from './flow.mjs';
 import { createMemoryStore, clockNow } from './memstore.mjs';
 import { createExecutor } from './executor.mjs';
 import { recordingStore, policyLine } from './history.mjs';
+import { lincheck } from './testdata/lincheck.mjs';
 
 const core = await load();
-// IDEM_REPO_ROOT: the repository, when this package runs from a copy (the
-// mutant harness's).
-const root = process.env.IDEM_REPO_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 const MS = 1_000_000n;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// lincheck writes lines to a file and checks it with Go's cmd/lincheck.
-function lincheck(lines) {
-  const dir = mkdtempSync(join(tmpdir(), 'idem-history-'));
-  try {
-    const path = join(dir, 'history.jsonl');
-    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    const r = spawnSync('go', ['run', './cmd/lincheck', '-html', dir, path], { cwd: root, encoding: 'utf8' });
-    return { status: r.status, out: `${r.stdout}${r.stderr}` };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 // stress runs requests from many callers at once over a few keys through
 // an executor over store: actions that answer, that did nothing, that fail.

@@ -12,6 +12,8 @@ import { ResultKind } from './flow.mjs';
 import { createExecutor } from './executor.mjs';
 import { createPgStore } from './pgstore.mjs';
 import { recordingStore, policyLine } from './history.mjs';
+import { lincheck } from './testdata/lincheck.mjs';
+import { NotExecutedError } from './flow.mjs';
 
 const core = await load();
 const dsn = process.env.IDEM_PG_DSN || 'postgres://postgres@127.0.0.1:5432/test';
@@ -78,4 +80,42 @@ test('concurrent requests on PostgreSQL: one execution per key, every other answ
     assert.deepEqual(r.response, executed.response);
   }
   assert.ok(lines.length > 24);
+});
+
+test('the PostgreSQL store\'s history under concurrent requests is linearizable (Go\'s cmd/lincheck)', async () => {
+  const lines = [policyLine(policy)];
+  const ex = createExecutor({ core, store: recordingStore(store, lines), policy: { ...policy, inFlightWait: 30n * MS } });
+  const reqs = [request(), request(), request(), request()];
+  await Promise.all(Array.from({ length: 48 }, async (_, i) => {
+    await sleep(i % 11);
+    try {
+      await ex.do(reqs[i % 4], async () => {
+        await sleep(i % 7);
+        if (i % 9 === 0) throw new NotExecutedError('declined', { code: 'declined' });
+        if (i % 13 === 0) throw new Error('gateway timeout');
+        return { statusCode: 201, headers: null, body: new TextEncoder().encode(`{"n":${i}}`) };
+      });
+    } catch { /* in_progress, not_executed, outcome_unknown: the history is what is checked */ }
+  }));
+  assert.ok(lines.length > 48, `only ${lines.length - 1} operations recorded`);
+  const { status, out } = lincheck(lines);
+  assert.equal(status, 0, out);
+  assert.match(out, /events: Ok/);
+});
+
+test('concurrent retries of a released key on PostgreSQL: one wins the update, the others wait and replay', async () => {
+  const lines = [policyLine(policy)];
+  const ex = createExecutor({ core, store: recordingStore(store, lines), policy });
+  for (let k = 0; k < 4; k++) {
+    const req = request();
+    await assert.rejects(ex.do(req, async () => { throw new NotExecutedError('declined', { code: 'declined' }); }), (err) => err.code === 'not_executed');
+    const calls = { n: 0 };
+    // Every retry loads the failed_retryable record and steps Execute: each
+    // writes an update under the same (version, token), and only one may win.
+    const results = await Promise.all(Array.from({ length: 6 }, () => ex.do(req, charge(calls, 100))));
+    assert.equal(calls.n, 1, `key ${k}: executed ${calls.n} times`);
+    for (const r of results) assert.deepEqual(r.response, results.find((x) => x.kind === ResultKind.Executed).response);
+  }
+  const { status, out } = lincheck(lines);
+  assert.equal(status, 0, out);
 });
