@@ -11,7 +11,7 @@ MUTANTSEEDS    ?= 1000
 MUTANTLINSEEDS ?= 500
 MUTANTSRUN     ?=
 
-.PHONY: sim sim-pgo sim-long test bench bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg bench-pg-million mutants
+.PHONY: sim sim-pgo sim-long test bench bench-node bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg bench-pg-million mutants
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -71,6 +71,13 @@ fuzz:
 	    $(GO) test -run=NONE -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s $$pkg; \
 	  done; \
 	done
+
+## bench-node: the Node executor (wasm/js) on the memory store and on
+## PostgreSQL, and a Step from Node (see BENCHMARKS.md, "Node.js")
+bench-node:
+	cd wasm/js && npm ci --no-audit --no-fund --loglevel=error
+	node wasm/js/bench_do.mjs
+	node wasm/js/bench.mjs
 
 ## bench-fingerprint: ours against gowebpki/jcs and encoding/json, in one run
 bench-fingerprint:

@@ -1,0 +1,58 @@
+// node wasm/js/bench_do.mjs: the Node executor's cost (issue 23 §4), beside
+// Go's (BENCHMARKS.md, "Node"): a new key and a replay through do() on the
+// memory store, one at a time; and new keys on PostgreSQL (IDEM_PG_DSN)
+// from 16 concurrent requests, in a schema of its own made by store/pgx's
+// migrations and dropped at the end.
+import { createHash, randomBytes } from 'node:crypto';
+import { readFile, readdir } from 'node:fs/promises';
+import pg from 'pg';
+import { load, policyDefault } from './idem.mjs';
+import { createExecutor } from './executor.mjs';
+import { createMemoryStore } from './memstore.mjs';
+import { createPgStore } from './pgstore.mjs';
+
+const core = await load();
+const policy = policyDefault();
+const fingerprint = createHash('sha256').update('bench').digest();
+const response = { statusCode: 201, headers: null, body: new TextEncoder().encode('{"paymentId":"p_1","status":"created"}') };
+const action = async () => response;
+const request = (key) => ({ principal: 'merchant', useCase: 'payments.create', key, fingerprint });
+let keys = 0;
+const newKey = () => `bench-${(++keys).toString().padStart(12, '0')}-0123456789`;
+
+async function perOp(label, n, fn) {
+  for (let i = 0; i < n / 10; i++) await fn(i); // warm up
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await fn(i);
+  console.log(`${label}: ${(Number(process.hrtime.bigint() - start) / n / 1000).toFixed(1)} µs/op`);
+}
+
+const mem = createExecutor({ core, store: createMemoryStore(core), policy });
+await perOp('node do, memory store, new key', 5000, () => mem.do(request(newKey()), action));
+const replayKey = newKey();
+await mem.do(request(replayKey), action);
+await perOp('node do, memory store, replay', 5000, () => mem.do(request(replayKey), action));
+
+const pool = new pg.Pool({ connectionString: process.env.IDEM_PG_DSN || 'postgres://postgres@127.0.0.1:5432/test', max: 16 });
+const schema = `idem_bench_${randomBytes(6).toString('hex')}`;
+const migrations = new URL('../../store/pgx/migrations/', import.meta.url);
+const client = await pool.connect();
+await client.query(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
+for (const f of (await readdir(migrations)).filter((f) => f.endsWith('.up.sql')).sort()) await client.query(await readFile(new URL(f, migrations), 'utf8'));
+client.release();
+const store = createPgStore(core, pool, { schema });
+const ex = createExecutor({ core, store, policy });
+try {
+  for (let round = 0; round < 3; round++) {
+    let done = 0;
+    const end = Date.now() + 5000;
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      while (Date.now() < end) { await ex.do(request(newKey()), action); done++; }
+    }));
+    console.log(`node do, PostgreSQL, new key, 16 concurrent: ${(done / 5).toFixed(0)} req/s`);
+  }
+} finally {
+  await store.close();
+  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  await pool.end();
+}
