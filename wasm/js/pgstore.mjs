@@ -39,6 +39,7 @@ const usOf = (t) => (t === null || t === undefined ? null : String(t / 1000n));
 const RECORD_COLS = ['status', 'fingerprint', 'token', 'version', 'response_status', 'response_header_names',
   'response_header_values', 'response_body', 'response_schema_version', 'last_error_code', 'locked_until',
   'reconcile_after', 'reconcile_attempts', 'created_at', 'completed_at', 'expires_at'];
+const TIME_INDEX = { locked_until: 0, reconcile_after: 1, created_at: 2, completed_at: 3, expires_at: 4 };
 const TIME_COLS = new Set(['locked_until', 'reconcile_after', 'created_at', 'completed_at', 'expires_at']);
 
 /**
@@ -46,6 +47,48 @@ const TIME_COLS = new Set(['locked_until', 'reconcile_after', 'created_at', 'com
  * defaults: the schema the migrations ran in, table idem_records), stepping
  * every event through core.
  */
+// The template of a step: the core is stepped at two instants, so that each
+// time field is seen to be a literal (the same in both) or the clock plus
+// an offset (moved by exactly the shift); anything else, or an offset
+// finer than the table's microseconds, and the step is not templated
+// (null). As Go's store/pgx does (apply.go), the core stays the authority
+// on which field depends on the clock.
+const TEMPLATE_T = 946_684_800_000_000_000n; // 2000-01-01T00:00:00Z
+const TEMPLATE_SHIFT = 1000n * 3600n * 1_000_000_000n + 7_000n; // 1000 h and 7 µs
+const TIME_FIELDS = ['lockedUntil', 'reconcileAfter', 'createdAt', 'completedAt', 'expiresAt'];
+
+function template(core, before, event, policy) {
+  // A reserve's token is the sequence's: any non-zero one stands for it.
+  const ev = event.kind === EventKind.Reserve ? { ...event, token: 1n } : event;
+  const a = core.step(before, { ...ev, now: TEMPLATE_T }, policy);
+  const b = core.step(before, { ...ev, now: TEMPLATE_T + TEMPLATE_SHIFT }, policy);
+  const same = (x, y) => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? String(v) : v)) === JSON.stringify(y, (_, v) => (typeof v === 'bigint' ? String(v) : v));
+  if (!same(a.transition, b.transition)) return null;
+  const times = [];
+  for (const f of TIME_FIELDS) {
+    const x = a.record[f];
+    const y = b.record[f];
+    if (x === y) {
+      if (x !== null && x % 1000n !== 0n) return null;
+      times.push([null, x === null ? null : String(x / 1000n)]);
+    } else if (x !== null && y !== null && y - x === TEMPLATE_SHIFT && (x - TEMPLATE_T) % 1000n === 0n) {
+      times.push([String((x - TEMPLATE_T) / 1000n), null]);
+    } else return null;
+  }
+  return { record: a.record, transition: a.transition, times };
+}
+
+// sameRecord compares the core's record with the row read back.
+function sameRecord(a, b) {
+  const fields = ['status', 'token', 'version', 'lastErrorCode', 'reconcileAttempts', ...TIME_FIELDS];
+  if (fields.some((f) => a[f] !== b[f])) return false;
+  if (Buffer.compare(Buffer.from(a.fingerprint), Buffer.from(b.fingerprint)) !== 0) return false;
+  const ra = a.response; const rb = b.response;
+  return ra.statusCode === rb.statusCode && (ra.schemaVersion ?? 0) === rb.schemaVersion
+    && Buffer.compare(Buffer.from(ra.body ?? []), Buffer.from(rb.body ?? [])) === 0
+    && JSON.stringify(ra.headers ?? []) === JSON.stringify(rb.headers ?? []);
+}
+
 export function createPgStore(core, pool, { schema = 'public', table = 'idem_records' } = {}) {
   const qualified = `${quote(schema)}.${quote(table)}`;
   const channel = `idem_${fnv64(schema, table)}`;
@@ -62,7 +105,43 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     WHERE ${scopeWhere} AND version = $21 AND token = $22`;
   const deleteSQL = `WITH del AS (DELETE FROM ${qualified} WHERE ${scopeWhere} AND version = $5 AND token = $6 RETURNING waiters)
     SELECT CASE WHEN del.waiters THEN (SELECT false FROM pg_notify($7, $8)) ELSE false END FROM del`;
+  // The reserve in one round trip, as Go's driver's (store/pgx
+  // sql_write.go): the scope's row as it is, or, when there is none, the
+  // record the core computed for an absent scope inserted with its times
+  // as offsets from the statement's clock and the sequence's token. No
+  // advisory lock and no NOTIFY (nobody waits on an absent record).
+  const clockValues = (first) => RECORD_COLS.map((c, i) => (TIME_COLS.has(c)
+    ? `COALESCE(statement_timestamp() + $${first + i}::bigint * interval '1 microsecond', ${ts(first + 16 + TIME_INDEX[c])})`
+    : c === 'token' ? `COALESCE($${first + i}::bigint, nextval('${quote(schema)}.${quote(`${table}_token_seq`)}'::regclass))` : `$${first + i}`));
+  const prefixed = (alias) => RECORD_COLS.map((c) => (TIME_COLS.has(c) ? us(`${alias}.${c}`).replace(` AS ${alias}.${c}`, ` AS ${c}`)
+    : c === 'token' || c === 'version' || c === 'response_schema_version' ? `${alias}.${c}::text AS ${c}` : `${alias}.${c}`)).join(', ');
+  const reserveSQL = `WITH cur AS (SELECT ${RECORD_COLS.join(', ')} FROM ${qualified} WHERE ${scopeWhere}),
+    ins AS (INSERT INTO ${qualified} (tenant, principal, use_case, idem_key, ${RECORD_COLS.join(', ')}, updated_at)
+      SELECT $1, $2, $3, $4, ${clockValues(5).join(', ')}, statement_timestamp()
+      WHERE NOT EXISTS (SELECT FROM cur) ON CONFLICT DO NOTHING RETURNING ${RECORD_COLS.join(', ')})
+    SELECT true AS inserted, ${us('statement_timestamp()').replace(' AS statement_timestamp()', ' AS now')}, ${prefixed('ins')} FROM ins
+    UNION ALL
+    SELECT false, ${us('statement_timestamp()').replace(' AS statement_timestamp()', ' AS now')}, ${prefixed('cur')} FROM cur`;
+  // An owner's event over the record it holds (the attempt's reserve left
+  // it), in one round trip: the core's step written with its times as
+  // offsets from the statement's clock, under the precondition.
+  const heldValues = RECORD_COLS.map((c, i) => (TIME_COLS.has(c)
+    ? `COALESCE(statement_timestamp() + $${5 + i}::bigint * interval '1 microsecond', ${ts(21 + TIME_INDEX[c])})` : `$${5 + i}`));
+  const heldSQL = `UPDATE ${qualified} AS t SET ${RECORD_COLS.map((c, i) => `${c} = ${heldValues[i]}`).join(', ')},
+    updated_at = statement_timestamp(), waiters = CASE WHEN t.waiters THEN (SELECT false FROM pg_notify($28, $29)) ELSE false END
+    WHERE ${scopeWhere} AND version = $26 AND token = $27
+    RETURNING ${us('statement_timestamp()').replace(' AS statement_timestamp()', ' AS now')}, ${selectCols}`;
   const markSQL = `UPDATE ${qualified} SET waiters = true WHERE ${scopeWhere} AND version = $5 AND token = $6 RETURNING true`;
+
+  // query runs one of the statements above as a named prepared statement:
+  // pg parses and plans it once per connection, as pgx's statement cache
+  // does for Go's driver.
+  const names = new Map();
+  const query = (text, values) => {
+    let name = names.get(text);
+    if (name === undefined) names.set(text, (name = `idem_${fnv64(text)}`));
+    return pool.query({ name, text, values });
+  };
 
   function recordOf(s, row) {
     if (row.status === null) return absentRecord(s);
@@ -100,18 +179,72 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     const args = scopeArgs(s);
     switch (t.write.kind) {
       case WriteKind.None: return true;
-      case WriteKind.Insert: return (await pool.query(insertSQL, [...args, ...params(rec)])).rowCount === 1;
+      case WriteKind.Insert: return (await query(insertSQL, [...args, ...params(rec)])).rowCount === 1;
       case WriteKind.Update:
-        return (await pool.query(updateSQL, [...args, ...params(rec), String(t.write.expectVersion), String(t.write.expectToken),
+        return (await query(updateSQL, [...args, ...params(rec), String(t.write.expectVersion), String(t.write.expectToken),
           channel, fnv64(...args)])).rowCount === 1;
       case WriteKind.Delete:
-        return (await pool.query(deleteSQL, [...args, String(t.write.expectVersion), String(t.write.expectToken), channel, fnv64(...args)])).rowCount === 1;
+        return (await query(deleteSQL, [...args, String(t.write.expectVersion), String(t.write.expectToken), channel, fnv64(...args)])).rowCount === 1;
     }
     throw new StoreRejectedError(`pgstore: the core asked for write kind ${t.write.kind}`);
   }
 
   // The LISTEN connection and the waiters by payload, made once: the first
   // wait makes it, and every wait meanwhile awaits the same promise.
+  // reserve applies a Reserve in one round trip when the scope has no
+  // record (and the core's step can be sent as offsets from the clock), or
+  // returns null: the caller takes the general path.
+  async function reserve(scope, event, policy) {
+    const t = template(core, absentRecord(scope), event, policy);
+    if (t === null || t.transition.write.kind !== WriteKind.Insert) return null;
+    const p = params(t.record);
+    RECORD_COLS.forEach((c, i) => { if (TIME_COLS.has(c)) p[i] = t.times[TIME_INDEX[c]][0]; });
+    p[RECORD_COLS.indexOf('token')] = null; // the sequence's, in the statement
+    const { rows } = await query(reserveSQL, [...scopeArgs(scope), ...p, ...t.times.map(([, lit]) => lit)]);
+    if (rows.length === 0) return null; // inserted by another writer after this statement's snapshot: load again
+    const row = rows[0];
+    const now = nsOf(row.now);
+    if (row.inserted) {
+      // Step at the statement's time with the sequence's token: the row must be what the core says.
+      const ev = { ...event, now, token: BigInt(row.token) };
+      const before = absentRecord(scope);
+      const { transition, record } = core.step(before, ev, policy);
+      if (!sameRecord(record, recordOf(scope, row))) throw new Error('pgstore: driver bug: the row written for a reserve is not the core\'s step');
+      return { before: before.status, record, transition, now, appliedEvent: ev };
+    }
+    // The scope has a record: a replay, a key in flight, a mismatch need no
+    // write (and so no fresh token); anything else loads again.
+    const before = recordOf(scope, row);
+    // Any token above the record's is fresh for it: a step that writes
+    // nothing does not keep it.
+    const ev = { ...event, now, token: before.token + 1n };
+    const probe = core.step(before, ev, policy);
+    if (probe.transition.write.kind !== WriteKind.None) return null;
+    return { before: before.status, record: probe.record, transition: probe.transition, now, appliedEvent: { ...event, now, token: 0n } };
+  }
+
+  // applyHeld applies an owner's Complete, Fail or MarkUnknown over held in
+  // one round trip, or returns null: the caller takes the general path (the
+  // record changed since, or the step cannot be templated).
+  async function applyHeld(scope, held, event, policy) {
+    const t = template(core, held, event, policy);
+    if (t === null || t.transition.write.kind !== WriteKind.Update) return null;
+    const r = t.record;
+    const offsets = t.times.map(([off]) => off);
+    const literals = t.times.map(([, lit]) => lit);
+    const p = params(r);
+    RECORD_COLS.forEach((c, i) => { if (TIME_COLS.has(c)) p[i] = offsets[TIME_INDEX[c]]; });
+    const args = [...scopeArgs(scope), ...p, ...literals, String(t.transition.write.expectVersion), String(t.transition.write.expectToken),
+      channel, fnv64(...scopeArgs(scope))];
+    const { rows } = await query(heldSQL, args);
+    if (rows.length === 0) return null;
+    const now = nsOf(rows[0].now);
+    const ev = { ...event, now };
+    const { transition, record } = core.step(held, ev, policy);
+    if (!sameRecord(record, recordOf(scope, rows[0]))) throw new Error(`pgstore: driver bug: the row written for ${event.kind} is not the core's step`);
+    return { before: held.status, record, transition, now, appliedEvent: ev };
+  }
+
   let listener = null;
   function listen() {
     listener ??= (async () => {
@@ -126,9 +259,16 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
 
   return {
     /** Applies event to scope's record, as Go's store.Apply: {before, record, transition, now, appliedEvent}. */
-    async apply(scope, event, policy) {
+    async apply(scope, event, policy, { held } = {}) {
+      if (event.kind === EventKind.Reserve) {
+        const a = await reserve(scope, event, policy);
+        if (a !== null) return a;
+      } else if (held && (event.kind === EventKind.Complete || event.kind === EventKind.Fail || event.kind === EventKind.MarkUnknown)) {
+        const a = await applyHeld(scope, held, event, policy);
+        if (a !== null) return a;
+      }
       for (let attempt = 0; attempt < 16; attempt++) {
-        const { rows } = await pool.query(loadSQL, scopeArgs(scope));
+        const { rows } = await query(loadSQL, scopeArgs(scope));
         const before = recordOf(scope, rows[0]);
         const ev = { ...event, now: nsOf(rows[0].now) };
         if (ev.kind === EventKind.Reserve) ev.token = BigInt(rows[0].tok);
@@ -150,7 +290,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
       const onAbort = () => wake();
       signal?.addEventListener('abort', onAbort, { once: true });
       try {
-        const marked = await pool.query(markSQL, [...scopeArgs(scope), String(version), String(token)]);
+        const marked = await query(markSQL, [...scopeArgs(scope), String(version), String(token)]);
         if (marked.rowCount === 1) await woken; // still the record waited for: sleep until a write
       } finally {
         clearTimeout(timer);
