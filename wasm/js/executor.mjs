@@ -31,9 +31,13 @@ export function createExecutor({ core, store, policy, outcomeTimeout = 0n, heart
     const e = flow.next;
     if (!e.detached && signal?.aborted) { flow.gone(signal.reason); return null; }
     const sent = clock();
-    const callSignal = e.detached ? AbortSignal.timeout(msOf(e.timeout)) : signal;
+    // The detached outcome's deadline is made only for a store that reads
+    // it: a timer and a signal per request cost a new key a tenth of its time.
+    const options = e.detached
+      ? { held: e.held, timeoutMs: msOf(e.timeout), get signal() { return AbortSignal.timeout(this.timeoutMs); } }
+      : { held: e.held, signal };
     try {
-      const a = await store.apply(scope, e.event, policy, { held: e.held, signal: callSignal });
+      const a = await store.apply(scope, e.event, policy, options);
       if (!e.detached && signal?.aborted) flow.gone(signal.reason);
       else flow.applied(a);
     } catch (err) {

@@ -162,6 +162,8 @@ function readEffect(bytes) {
   return { handle, effect };
 }
 
+const writers = new WeakMap();
+
 /**
  * Begins request's Flow under config ({policy, outcomeTimeout?,
  * heartbeatInterval?}, durations in nanoseconds, 0 or absent for the
@@ -171,7 +173,10 @@ function readEffect(bytes) {
  */
 export function beginFlow(core, config, request) {
   object(config, 'config'); object(request, 'request');
-  const w = new Writer();
+  // One writer per core, shared by its flows: every call encodes and sends
+  // at once, with no await between, so flows never interleave in it.
+  let w = writers.get(core);
+  if (w === undefined) writers.set(core, (w = new Writer()));
   w.reset();
   w.u8(CALL.begin);
   w.policy(config.policy);
