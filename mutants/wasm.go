@@ -399,4 +399,11 @@ var jsMutants = []Mutant{
 		Desc:   "the Node PostgreSQL store updates a record without the (version, token) precondition: a lost race overwrites the winner",
 		Breaks: "store contract (a write under the version and token precondition); issue 23 §3 (a write without the token check is caught)",
 	},
+	{
+		ID: "js-pgstore-offset-dropped", File: "wasm/js/pgstore.mjs",
+		Old:    "      times.push([String((x - TEMPLATE_T) / 1000n), null]);\n",
+		New:    "      times.push(['0', null]);\n",
+		Desc:   "the Node PostgreSQL store writes a clock-relative time at the statement's clock, dropping its offset (an expiry at the completion's instant)",
+		Breaks: "the core is the only authority: a row that is not the core's step is a driver bug, never a silent success (store/pgx apply.go's check, in Node)",
+	},
 }
