@@ -132,9 +132,9 @@ var wasmMutants = []Mutant{
 	},
 	{
 		ID: "wasm-refusal-message-aliases-memory", File: "wasm/internal/abi/answer.go",
-		Old:    "\t\treturn core.Transition{}, ErrorOf(sentinel, strings.Clone(msg))",
-		New:    "\t\treturn core.Transition{}, ErrorOf(sentinel, msg)",
-		Desc:   "a refusal's message is kept as a view of the guest's answer buffer: the error's text changes with the next step",
+		Old:    "\treturn ErrorOf(sentinel, strings.Clone(msg))",
+		New:    "\treturn ErrorOf(sentinel, msg)",
+		Desc:   "a refusal's message is kept as a view of the guest's answer buffer: the error's text changes with the next step (or flow call)",
 		Breaks: "ABI.md Memory (the host copies what it keeps before calling again)",
 	},
 	// ---- the host of the Flow (Host.BeginFlow) -----------------------------

@@ -3,13 +3,13 @@
 // memory store, one at a time; and new keys on PostgreSQL (IDEM_PG_DSN)
 // from 16 concurrent requests, in a schema of its own made by store/pgx's
 // migrations and dropped at the end.
-import { createHash, randomBytes } from 'node:crypto';
-import { readFile, readdir } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { load, policyDefault } from './idem.mjs';
 import { createExecutor } from './executor.mjs';
 import { createMemoryStore } from './memstore.mjs';
 import { createPgStore } from './pgstore.mjs';
+import { dsn, migratedSchema } from './testdata/pgschema.mjs';
 
 const core = await load();
 const policy = policyDefault();
@@ -33,13 +33,12 @@ const replayKey = newKey();
 await mem.do(request(replayKey), action);
 await perOp('node do, memory store, replay', 5000, () => mem.do(request(replayKey), action));
 
-const pool = new pg.Pool({ connectionString: process.env.IDEM_PG_DSN || 'postgres://postgres@127.0.0.1:5432/test', max: 16 });
-const schema = `idem_bench_${randomBytes(6).toString('hex')}`;
-const migrations = new URL('../../store/pgx/migrations/', import.meta.url);
-const client = await pool.connect();
-await client.query(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
-for (const f of (await readdir(migrations)).filter((f) => f.endsWith('.up.sql')).sort()) await client.query(await readFile(new URL(f, migrations), 'utf8'));
-client.release();
+// IDEM_BENCH_MEMORY_ONLY=1: the memory store alone (to profile the host's
+// own work, with node --cpu-prof).
+if (process.env.IDEM_BENCH_MEMORY_ONLY) process.exit(0);
+
+const pool = new pg.Pool({ connectionString: dsn, max: 16 });
+const schema = await migratedSchema(pool, 'idem_bench');
 const store = createPgStore(core, pool, { schema });
 const ex = createExecutor({ core, store, policy });
 try {

@@ -10,7 +10,8 @@
 
 import { _abi, ERROR_CODES, IdemError, IdemInputError, MalformedAnswerError, TrapError } from './idem.mjs';
 
-const { Writer, Reader, object, NANOS } = _abi;
+const { Writer, Reader, object, responseFields, refusal, NANOS } = _abi;
+const RAN_RESPONSE = responseFields('response');
 
 /** What a Flow asks of its host (Effect.kind). */
 export const EffectKind = Object.freeze({ Apply: 1, Run: 2, Wait: 3, Answer: 4 });
@@ -115,13 +116,6 @@ function errorOf(kind, r) {
   if (kind === KIND.canceled) err.name = 'AbortError';
   if (kind === KIND.deadline) err.name = 'TimeoutError';
   return err;
-}
-
-function refusal(r) {
-  const code = r.u8();
-  const message = r.str();
-  r.end();
-  return new IdemError(ERROR_CODES[code] ?? (code === 254 ? 'ErrMalformedRequest' : 'ErrUnidentified'), message);
 }
 
 // readEffect decodes an effect answer into the flow's state.
@@ -271,7 +265,7 @@ export class Flow {
   ran(response, err = null) {
     this.call((w) => {
       w.u8(CALL.ran); w.u32(this.handle);
-      if (err === null || err === undefined) { w.u8(0); w.response(response, { self: 'response', statusCode: 'response.statusCode', schemaVersion: 'response.schemaVersion', headers: 'response.headers', body: 'response.body' }); return; }
+      if (err === null || err === undefined) { w.u8(0); w.response(response, RAN_RESPONSE); return; }
       if (err instanceof NotExecutedError) { w.u8(1); w.str(err.code, 'error.code'); w.str(messageOf(err), 'error.message'); return; }
       w.u8(2); text(w, err);
     });
@@ -317,32 +311,40 @@ export class Lease {
 
   get event() { return { kind: 5, now: null, token: this.token }; }
 
-  exchange(write) {
-    if (this.failed) throw this.failed;
-    const f = this.flow;
-    const w = f.w;
-    w.reset(); write(w);
-    const { answer, generation } = f.core._flow(w);
-    if (generation !== f.generation) throw new TrapError('idem/wasm: the module this lease ran in trapped and was replaced');
-    const r = new Reader(answer);
-    const status = r.u8();
-    if (status === 1) throw refusal(r);
-    if (status !== 0) throw new MalformedAnswerError(`status ${status}`);
-    return r;
-  }
-
-  state(write) {
+  // call sends the call write appends and reads its answer with read; a
+  // failure of the module (not a value the caller gave, which is thrown)
+  // is kept, the lease counts as lost from then on, and fallback(err) is
+  // the answer.
+  call(write, read, fallback) {
     try {
-      const r = this.exchange(write);
-      const next = r.i64();
-      this.token = r.u64(); this.interval = r.i64(); this.tellBy = r.time();
+      if (this.failed) throw this.failed;
+      const f = this.flow;
+      const w = f.w;
+      w.reset(); write(w);
+      const { answer, generation } = f.core._flow(w);
+      if (generation !== f.generation) throw new TrapError('idem/wasm: the module this lease ran in trapped and was replaced');
+      const r = new Reader(answer);
+      const status = r.u8();
+      if (status === 1) throw refusal(r);
+      if (status !== 0) throw new MalformedAnswerError(`status ${status}`);
+      const v = read(r);
       r.end();
-      return next;
+      return v;
     } catch (err) {
       if (err instanceof IdemInputError) throw err;
       this.failed = err;
-      return 0n;
+      return fallback(err);
     }
+  }
+
+  // state sends a call answered with the lease's state, keeps it, and
+  // returns when the next heartbeat is due (0n: no more).
+  state(write) {
+    return this.call(write, (r) => {
+      const next = r.i64();
+      this.token = r.u64(); this.interval = r.i64(); this.tellBy = r.time();
+      return next;
+    }, () => 0n);
   }
 
   /** Reports a heartbeat sent at sent and heard at now; returns when the next is due (0n: no more). */
@@ -354,30 +356,14 @@ export class Lease {
 
   /** Whether the action must be told now that its lease is lost: `{lost, cause}`. */
   lost(now) {
-    try {
-      const r = this.exchange((w) => { w.u8(CALL.lost); w.u32(this.flow.handle); w.time(now, 'now'); });
-      if (r.u8() === 0) { r.end(); return { lost: false, cause: null }; }
-      const cause = errorOf(r.u8(), r);
-      r.end();
-      return { lost: true, cause };
-    } catch (err) {
-      if (err instanceof IdemInputError) throw err;
-      this.failed = err;
-      return { lost: true, cause: err };
-    }
+    return this.call((w) => { w.u8(CALL.lost); w.u32(this.flow.handle); w.time(now, 'now'); },
+      (r) => (r.u8() === 0 ? { lost: false, cause: null } : { lost: true, cause: errorOf(r.u8(), r) }),
+      (err) => ({ lost: true, cause: err }));
   }
 
   /** How long a heartbeat sent at now may take, in nanoseconds. */
   beatTimeout(now) {
-    try {
-      const r = this.exchange((w) => { w.u8(CALL.beatTimeout); w.u32(this.flow.handle); w.time(now, 'now'); });
-      const d = r.i64();
-      r.end();
-      return d;
-    } catch (err) {
-      if (err instanceof IdemInputError) throw err;
-      this.failed = err;
-      return NANOS / 1000n;
-    }
+    return this.call((w) => { w.u8(CALL.beatTimeout); w.u32(this.flow.handle); w.time(now, 'now'); },
+      (r) => r.i64(), () => NANOS / 1000n);
   }
 }

@@ -36,6 +36,15 @@ function record(r) {
   };
 }
 
+// eventLine is an event as applied: at the store's time now (null: not
+// known), with token (a reserve's fresh one, or the owner's).
+function eventLine(event, now, token) {
+  return {
+    kind: nameOf(EVENT, 'event', event.kind), now: str(now), fingerprint: hex(event.fingerprint), token: String(token ?? 0n),
+    response: response(event.response), errorCode: event.errorCode ?? '', verdict: nameOf(VERDICT, 'verdict', event.verdict ?? 0),
+  };
+}
+
 /** The policy line. */
 export function policyLine(p) {
   return {
@@ -70,11 +79,7 @@ export function recordingStore(store, lines) {
         const applied = a.appliedEvent ?? event;
         Object.assign(line, {
           return: String(process.hrtime.bigint()), ended: 'ok',
-          event: {
-            kind: nameOf(EVENT, 'event', event.kind), now: str(a.now), fingerprint: hex(event.fingerprint),
-            token: String(applied.token ?? 0n), response: response(event.response), errorCode: event.errorCode ?? '',
-            verdict: nameOf(VERDICT, 'verdict', event.verdict ?? 0),
-          },
+          event: eventLine(event, a.now, applied.token),
           before: nameOf(STATUS, 'status', a.before),
           transition: {
             decision: nameOf(DECISION, 'decision', a.transition.decision.kind), decisionToken: String(a.transition.decision.token),
@@ -88,10 +93,7 @@ export function recordingStore(store, lines) {
       } catch (err) {
         Object.assign(line, {
           return: String(process.hrtime.bigint()), ended: 'indeterminate',
-          event: {
-            kind: nameOf(EVENT, 'event', event.kind), now: null, fingerprint: hex(event.fingerprint), token: String(event.token ?? 0n),
-            response: response(event.response), errorCode: event.errorCode ?? '', verdict: nameOf(VERDICT, 'verdict', event.verdict ?? 0),
-          },
+          event: eventLine(event, null, event.token),
         });
         lines.push(line);
         throw err;

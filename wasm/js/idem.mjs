@@ -359,16 +359,19 @@ const CHANGED = {
 };
 const CHANGED_ALL = 8191;
 
+// refusal reads a refused answer's sentinel index and message (after its
+// status byte) as the IdemError to throw.
+function refusal(r) {
+  const code = r.u8();
+  const message = r.str();
+  r.end();
+  return new IdemError(ERROR_CODES[code] ?? (code === 254 ? 'ErrMalformedRequest' : 'ErrUnidentified'), message);
+}
+
 function applyAnswer(bytes, record, event) {
   const r = new Reader(bytes);
   const status = r.u8();
-  if (status === 1) {
-    const code = r.u8();
-    const message = r.str();
-    r.end();
-    const name = ERROR_CODES[code] ?? (code === 254 ? 'ErrMalformedRequest' : 'ErrUnidentified');
-    throw new IdemError(name, message);
-  }
+  if (status === 1) throw refusal(r);
   if (status !== 0) throw new MalformedAnswerError(`status ${status}`);
   const transition = {
     decision: { kind: r.u8(), token: r.u64(), retryAfter: r.i64() },
@@ -554,4 +557,4 @@ export async function load(options = {}) {
  * Internal to this package: the ABI's codec, for flow.mjs (not part of the
  * API: its shape follows ABI.md, and changes with it).
  */
-export const _abi = Object.freeze({ Writer, Reader, object, zeroResponse, NANOS, WANT });
+export const _abi = Object.freeze({ Writer, Reader, object, zeroResponse, responseFields, refusal, NANOS, WANT });

@@ -29,8 +29,9 @@ function fnv64(...parts) {
 }
 
 const quote = (id) => `"${id.replaceAll('"', '""')}"`;
-// A time column read as Unix microseconds (exact: EXTRACT gives numeric).
-const us = (col) => `(EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint::text AS ${col}`;
+// A time read as Unix microseconds (exact: EXTRACT gives numeric), as name.
+const us = (expr, name = expr) => `(EXTRACT(EPOCH FROM ${expr}) * 1000000)::bigint::text AS ${name}`;
+const NOW = us('statement_timestamp()', 'now');
 // A time parameter given as Unix microseconds (null: none).
 const ts = (n) => `('epoch'::timestamptz + $${n}::bigint * interval '1 microsecond')`;
 const nsOf = (v) => (v === null ? null : BigInt(v) * 1000n);
@@ -93,7 +94,14 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   const qualified = `${quote(schema)}.${quote(table)}`;
   const channel = `idem_${fnv64(schema, table)}`;
   const scopeArgs = (s) => [s.tenant ?? '', s.principal, s.useCase, s.key];
-  const selectCols = RECORD_COLS.map((c) => (TIME_COLS.has(c) ? us(c) : c === 'token' || c === 'version' || c === 'response_schema_version' ? `${c}::text` : c)).join(', ');
+  // The record's columns as recordOf reads them (64-bit integers and times
+  // as text), of the table alias from (none: the row's own).
+  const columns = (from = '') => RECORD_COLS.map((c) => {
+    const col = from ? `${from}.${c}` : c;
+    if (TIME_COLS.has(c)) return us(col, c);
+    return c === 'token' || c === 'version' || c === 'response_schema_version' ? `${col}::text AS ${c}` : col;
+  }).join(', ');
+  const selectCols = columns();
   const loadSQL = `SELECT ${us('now')}, tok::text, ${selectCols} FROM ${quote(schema)}.idem_records_load($1, $2, $3, $4)`;
   const scopeWhere = 'tenant = $1 AND principal = $2 AND use_case = $3 AND idem_key = $4';
   const values = (first) => RECORD_COLS.map((c, i) => (TIME_COLS.has(c) ? ts(first + i) : `$${first + i}`));
@@ -113,15 +121,13 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   const clockValues = (first) => RECORD_COLS.map((c, i) => (TIME_COLS.has(c)
     ? `COALESCE(statement_timestamp() + $${first + i}::bigint * interval '1 microsecond', ${ts(first + 16 + TIME_INDEX[c])})`
     : c === 'token' ? `COALESCE($${first + i}::bigint, nextval('${quote(schema)}.${quote(`${table}_token_seq`)}'::regclass))` : `$${first + i}`));
-  const prefixed = (alias) => RECORD_COLS.map((c) => (TIME_COLS.has(c) ? us(`${alias}.${c}`).replace(` AS ${alias}.${c}`, ` AS ${c}`)
-    : c === 'token' || c === 'version' || c === 'response_schema_version' ? `${alias}.${c}::text AS ${c}` : `${alias}.${c}`)).join(', ');
   const reserveSQL = `WITH cur AS (SELECT ${RECORD_COLS.join(', ')} FROM ${qualified} WHERE ${scopeWhere}),
     ins AS (INSERT INTO ${qualified} (tenant, principal, use_case, idem_key, ${RECORD_COLS.join(', ')}, updated_at)
       SELECT $1, $2, $3, $4, ${clockValues(5).join(', ')}, statement_timestamp()
       WHERE NOT EXISTS (SELECT FROM cur) ON CONFLICT DO NOTHING RETURNING ${RECORD_COLS.join(', ')})
-    SELECT true AS inserted, ${us('statement_timestamp()').replace(' AS statement_timestamp()', ' AS now')}, ${prefixed('ins')} FROM ins
+    SELECT true AS inserted, ${NOW}, ${columns('ins')} FROM ins
     UNION ALL
-    SELECT false, ${us('statement_timestamp()').replace(' AS statement_timestamp()', ' AS now')}, ${prefixed('cur')} FROM cur`;
+    SELECT false, ${NOW}, ${columns('cur')} FROM cur`;
   // An owner's event over the record it holds (the attempt's reserve left
   // it), in one round trip: the core's step written with its times as
   // offsets from the statement's clock, under the precondition.
@@ -130,7 +136,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   const heldSQL = `UPDATE ${qualified} AS t SET ${RECORD_COLS.map((c, i) => `${c} = ${heldValues[i]}`).join(', ')},
     updated_at = statement_timestamp(), waiters = CASE WHEN t.waiters THEN (SELECT false FROM pg_notify($28, $29)) ELSE false END
     WHERE ${scopeWhere} AND version = $26 AND token = $27
-    RETURNING ${us('statement_timestamp()').replace(' AS statement_timestamp()', ' AS now')}, ${selectCols}`;
+    RETURNING ${NOW}, ${selectCols}`;
   const markSQL = `UPDATE ${qualified} SET waiters = true WHERE ${scopeWhere} AND version = $5 AND token = $6 RETURNING true`;
 
   // query runs one of the statements above as a named prepared statement:

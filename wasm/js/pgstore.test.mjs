@@ -3,38 +3,19 @@
 // its own made by store/pgx's migrations, under the executor.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, readdir } from 'node:fs/promises';
-import { createHash, randomBytes } from 'node:crypto';
-import { pathToFileURL } from 'node:url';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { load, policyDefault } from './idem.mjs';
-import { ResultKind } from './flow.mjs';
+import { NotExecutedError, ResultKind } from './flow.mjs';
 import { createExecutor } from './executor.mjs';
 import { createPgStore } from './pgstore.mjs';
 import { recordingStore, policyLine } from './history.mjs';
 import { lincheck } from './testdata/lincheck.mjs';
-import { NotExecutedError } from './flow.mjs';
+import { dsn, migratedSchema } from './testdata/pgschema.mjs';
 
 const core = await load();
-const dsn = process.env.IDEM_PG_DSN || 'postgres://postgres@127.0.0.1:5432/test';
 const pool = new pg.Pool({ connectionString: dsn, max: 8 });
-const schema = `idem_node_${randomBytes(6).toString('hex')}`;
-
-// The schema, made by store/pgx's migrations as a migration tool runs them.
-// IDEM_REPO_ROOT: the repository, when this package runs from a copy (the
-// mutant harness's).
-const root = process.env.IDEM_REPO_ROOT ? pathToFileURL(`${process.env.IDEM_REPO_ROOT}/`) : new URL('../../', import.meta.url);
-const migrations = new URL('store/pgx/migrations/', root);
-const ups = (await readdir(migrations)).filter((f) => f.endsWith('.up.sql')).sort();
-{
-  const client = await pool.connect();
-  try {
-    await client.query(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
-    for (const f of ups) await client.query(await readFile(new URL(f, migrations), 'utf8'));
-  } finally {
-    client.release();
-  }
-}
+const schema = await migratedSchema(pool, 'idem_node');
 const store = createPgStore(core, pool, { schema });
 after(async () => {
   await store.close();

@@ -178,12 +178,7 @@ func ApplyAnswer(b []byte, rec *core.Record, ev *core.Event) (core.Transition, e
 	r := reader{b: b}
 	switch r.u8() {
 	case AnswerRefused:
-		sentinel := r.u8()
-		msg := r.str()
-		if r.err != nil || r.off != len(b) {
-			return core.Transition{}, malformed(r.err)
-		}
-		return core.Transition{}, ErrorOf(sentinel, strings.Clone(msg))
+		return core.Transition{}, r.refused()
 	case AnswerOK:
 	default:
 		return core.Transition{}, malformed(errors.New("unknown answer status"))
@@ -267,6 +262,16 @@ func (r *reader) changed(mask uint32, next *core.Record, ev *core.Event) {
 	if mask&ChangedExpiresAt != 0 {
 		next.ExpiresAt = r.answerTime(loc)
 	}
+}
+
+// refused reads the rest of a refused answer (after its status byte): the
+// rebuilt error, its message the host's own copy, or a malformed answer.
+func (r *reader) refused() error {
+	sentinel, msg := r.u8(), r.str()
+	if r.err != nil || r.off != len(r.b) {
+		return malformed(r.err)
+	}
+	return ErrorOf(sentinel, strings.Clone(msg))
 }
 
 func malformed(err error) error {

@@ -106,11 +106,7 @@ func DecodeFlowAnswer(b []byte, a *FlowAnswer) error {
 	*a = FlowAnswer{}
 	switch r.u8() {
 	case AnswerRefused:
-		sentinel, msg := r.u8(), r.str()
-		if r.err != nil || r.off != len(b) {
-			return malformed(r.err)
-		}
-		return ErrorOf(sentinel, strings.Clone(msg))
+		return r.refused()
 	case AnswerFlowError:
 		a.Err = r.error()
 		return r.end(b)
@@ -250,11 +246,7 @@ func (r *reader) ok() error {
 	case AnswerOK:
 		return nil
 	case AnswerRefused:
-		sentinel, msg := r.u8(), r.str()
-		if r.err != nil || r.off != len(r.b) {
-			return malformed(r.err)
-		}
-		return ErrorOf(sentinel, strings.Clone(msg))
+		return r.refused()
 	}
 	return malformed(errors.New("unknown answer status"))
 }
