@@ -89,11 +89,14 @@ lincheck-long:
 	IDEM_LIN_HISTORIES=1000 $(GO) test -race -count=1 -timeout 30m -run '^TestMemstoreConformance$$' ./store/mem/
 
 ## wasm: the core as a wasip1 reactor (wasm/idem.wasm, embedded by package
-## wasmcore), stripped, and the stamp that lets a test see it is stale
+## wasmcore) and package fingerprint as a second one (wasm/fingerprint.wasm,
+## for wasm/js/fingerprint.mjs), stripped, and the stamps that let a test see
+## either is stale
 wasm:
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o wasm/idem.wasm ./wasm/guest
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o wasm/fingerprint.wasm ./wasm/fpguest
 	$(GO) run ./wasm/internal/stampcmd
-	@echo "wasm/idem.wasm: $$(wc -c < wasm/idem.wasm) bytes, $$(gzip -9 -c wasm/idem.wasm | wc -c) gzipped"
+	@for m in idem fingerprint; do echo "wasm/$$m.wasm: $$(wc -c < wasm/$$m.wasm) bytes, $$(gzip -9 -c wasm/$$m.wasm | wc -c) gzipped"; done
 
 ## chaos-pg: the store/pgx chaos harness on IDEM_PG_DSN: 24 retrying clients,
 ## killed backends, tiny statement timeouts and one server restart, then

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,15 +30,45 @@ func TestModuleSize(t *testing.T) {
 	if len(module) > moduleBytesMax {
 		t.Errorf("idem.wasm is %d bytes, over %d", len(module), moduleBytesMax)
 	}
+	if gz := gzipSize(t, module); gz > moduleGzipBytesMax {
+		t.Errorf("idem.wasm is %d bytes gzipped, over %d", gz, moduleGzipBytesMax)
+	}
+}
+
+// fingerprint.wasm's size limits: it holds package fingerprint, whose
+// crypto/sha256 links the standard library's FIPS 140 module (about 0.55 MB
+// over the 1.8 MB of an empty Go reactor); measured 2,668,745 bytes, 773,222
+// gzipped when it was added. The limits leave room for small changes and
+// catch a package that should not be in it.
+const (
+	fingerprintBytesMax     = 2_800_000
+	fingerprintGzipBytesMax = 820_000
+)
+
+// TestFingerprintModuleSize reports fingerprint.wasm's size and holds it to
+// its limits.
+func TestFingerprintModuleSize(t *testing.T) {
+	wasm := fingerprintModule(t)
+	gz := gzipSize(t, wasm)
+	t.Logf("fingerprint.wasm: %d bytes, %d gzipped (gzip -9)", len(wasm), gz)
+	if len(wasm) > fingerprintBytesMax {
+		t.Errorf("fingerprint.wasm is %d bytes, over %d", len(wasm), fingerprintBytesMax)
+	}
+	if gz > fingerprintGzipBytesMax {
+		t.Errorf("fingerprint.wasm is %d bytes gzipped, over %d", gz, fingerprintGzipBytesMax)
+	}
+}
+
+// gzipSize is the length of gzip -9 of b, the measure `make wasm` reports.
+func gzipSize(t *testing.T, b []byte) int {
+	t.Helper()
 	cmd := exec.Command("gzip", "-9", "-c")
-	cmd.Stdin = bytes.NewReader(module)
+	cmd.Stdin = bytes.NewReader(b)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("gzip -9 (the measure make wasm reports): %v", err)
 	}
-	if len(out) > moduleGzipBytesMax {
-		t.Errorf("idem.wasm is %d bytes gzipped, over %d", len(out), moduleGzipBytesMax)
-	}
+	return len(out)
 }
 
 // TestStampCoversWhatTheModuleIsBuiltFrom: the stamp hashes the guest and
@@ -45,7 +76,22 @@ func TestModuleSize(t *testing.T) {
 // the ABI, the protocol, the store's contract), and nothing that is not
 // compiled into the module.
 func TestStampCoversWhatTheModuleIsBuiltFrom(t *testing.T) {
-	paths, err := stamp.Sources("..")
+	checkCovers(t, stamp.Idem,
+		[]string{"go.mod", "core/step.go", "wasm/guest/main.go", "wasm/guest/flow.go", "wasm/internal/abi/flow.go",
+			"flow/flow.go", "flow/module_wasip1.go", "store/store.go"},
+		[]string{"flow/module_native.go", "flow/find_test.go", "executor.go", "wasm/host.go", "fingerprint/fingerprint.go"})
+	// fingerprint.wasm: package fingerprint, the core it names its digest
+	// with, and the layout; not the core's guest nor its ABI.
+	checkCovers(t, stamp.Fingerprint,
+		[]string{"go.mod", "fingerprint/fingerprint.go", "fingerprint/number.go", "core/fingerprint.go", "wasm/fpguest/main.go",
+			"wasm/internal/fpabi/fpabi.go", "wasm/internal/fpabi/answer.go"},
+		[]string{"fingerprint/fuzz_test.go", "wasm/guest/main.go", "wasm/internal/abi/abi.go", "flow/flow.go", "wasm/host.go"})
+}
+
+// checkCovers fails unless m's sources hold every file of want and none of not.
+func checkCovers(t *testing.T, m stamp.Module, want, not []string) {
+	t.Helper()
+	paths, err := m.Sources("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,15 +99,14 @@ func TestStampCoversWhatTheModuleIsBuiltFrom(t *testing.T) {
 	for _, p := range paths {
 		has[p] = true
 	}
-	for _, want := range []string{"go.mod", "core/step.go", "wasm/guest/main.go", "wasm/guest/flow.go", "wasm/internal/abi/flow.go",
-		"flow/flow.go", "flow/module_wasip1.go", "store/store.go"} {
-		if !has[want] {
-			t.Errorf("the stamp does not cover %s (it covers %v)", want, paths)
+	for _, w := range want {
+		if !has[w] {
+			t.Errorf("the stamp of %s does not cover %s (it covers %v)", m.Wasm, w, paths)
 		}
 	}
-	for _, not := range []string{"flow/module_native.go", "flow/find_test.go", "executor.go", "wasm/host.go"} {
-		if has[not] {
-			t.Errorf("the stamp covers %s, which is not compiled into the module", not)
+	for _, n := range not {
+		if has[n] {
+			t.Errorf("the stamp of %s covers %s, which is not compiled into the module", m.Wasm, n)
 		}
 	}
 }
@@ -70,8 +115,20 @@ func TestStampCoversWhatTheModuleIsBuiltFrom(t *testing.T) {
 // sources as they are now: `make wasm` records the hash of the core's, the
 // guest's and the ABI's sources beside the module (idem.wasm.stamp), and this
 // recomputes it. It also checks that the stamp is about this very module.
-func TestModuleFresh(t *testing.T) {
-	f, err := os.Open("idem.wasm.stamp")
+func TestModuleFresh(t *testing.T) { checkFresh(t, stamp.Idem, module) }
+
+// TestFingerprintModuleFresh is TestModuleFresh for fingerprint.wasm: it
+// fails when the module was not built from package fingerprint, the core
+// and wasm/fpguest as they are now.
+func TestFingerprintModuleFresh(t *testing.T) {
+	checkFresh(t, stamp.Fingerprint, fingerprintModule(t))
+}
+
+// checkFresh fails unless m's stamp describes wasm and the sources as they are.
+func checkFresh(t *testing.T, m stamp.Module, wasm []byte) {
+	t.Helper()
+	name := path.Base(m.Wasm)
+	f, err := os.Open(path.Base(m.Stamp))
 	if err != nil {
 		t.Fatalf("%v: run `make wasm`", err)
 	}
@@ -80,15 +137,15 @@ func TestModuleFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := stamp.ModuleHash(module); got != s.Module {
-		t.Errorf("the embedded idem.wasm (sha256 %s) is not the module the stamp describes (%s): run `make wasm`", got, s.Module)
+	if got := stamp.ModuleHash(wasm); got != s.Module {
+		t.Errorf("the checked-in %s (sha256 %s) is not the module the stamp describes (%s): run `make wasm`", name, got, s.Module)
 	}
-	sources, err := stamp.SourcesHash("..")
+	sources, err := m.SourcesHash("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sources != s.Sources {
-		t.Errorf("idem.wasm is stale: what it is built from (stamp.Sources: the guest, the packages it imports, go.mod) changed since (sources %s, stamp %s): run `make wasm`", sources, s.Sources)
+		t.Errorf("%s is stale: what it is built from (stamp.Sources: the guest, the packages it imports, go.mod) changed since (sources %s, stamp %s): run `make wasm`", name, sources, s.Sources)
 	}
 }
 
@@ -106,14 +163,15 @@ func TestSourcesHashSeesEdits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hash := func() string {
+	hashOf := func(m stamp.Module) string {
 		t.Helper()
-		h, err := stamp.SourcesHash(root)
+		h, err := m.SourcesHash(root)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
+	hash := func() string { t.Helper(); return hashOf(stamp.Idem) }
 	write("go.mod", "module github.com/idemkit/idem\n")
 	write("wasm/guest/main.go", "package main\n\nimport _ \"github.com/idemkit/idem/core\"\n")
 	write("core/step.go", "package core\n")
@@ -135,6 +193,29 @@ func TestSourcesHashSeesEdits(t *testing.T) {
 	write("flow/flow.go", "package flow // imported now\n")
 	if hash() == h2 || h2 == h1 {
 		t.Error("a package the guest imports is not in the sources hash")
+	}
+
+	// fingerprint.wasm's hash moves with package fingerprint and its guest,
+	// and not with the core's guest.
+	for _, dir := range []string{"fingerprint", "wasm/fpguest"} {
+		if err := os.MkdirAll(root+"/"+dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("wasm/fpguest/main.go", "package main\n\nimport _ \"github.com/idemkit/idem/fingerprint\"\n")
+	write("fingerprint/fingerprint.go", "package fingerprint\n\nimport _ \"github.com/idemkit/idem/core\"\n")
+	f0 := hashOf(stamp.Fingerprint)
+	write("wasm/guest/main.go", "package main // the core's guest\n")
+	if hashOf(stamp.Fingerprint) != f0 {
+		t.Error("editing the core's guest changed fingerprint.wasm's sources hash")
+	}
+	write("fingerprint/fingerprint.go", "package fingerprint // an edit\n\nimport _ \"github.com/idemkit/idem/core\"\n")
+	f1 := hashOf(stamp.Fingerprint)
+	write("core/step.go", "package core // another edit\n")
+	f2 := hashOf(stamp.Fingerprint)
+	write("wasm/fpguest/main.go", "package main // an edit\n\nimport _ \"github.com/idemkit/idem/fingerprint\"\n")
+	if f1 == f0 || f2 == f1 || hashOf(stamp.Fingerprint) == f2 {
+		t.Error("an edit of package fingerprint, of the core it imports or of its guest left fingerprint.wasm's sources hash as it was")
 	}
 }
 

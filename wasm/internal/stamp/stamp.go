@@ -1,6 +1,8 @@
-// Package stamp records what wasm/idem.wasm was built from, so that a test
-// can tell when the embedded module is stale: `make wasm` writes the stamp
-// (wasm/internal/stampcmd), and wasm/module_test.go recomputes it.
+// Package stamp records what each wasm module of the repository was built
+// from (wasm/idem.wasm, the core; wasm/fingerprint.wasm, package
+// fingerprint), so that a test can tell when a checked-in module is stale:
+// `make wasm` writes the stamps (wasm/internal/stampcmd), and
+// wasm/module_test.go recomputes them.
 package stamp
 
 import (
@@ -16,22 +18,34 @@ import (
 	"strings"
 )
 
-// File is the stamp's path under the repository root.
-const File = "wasm/idem.wasm.stamp"
+// modulePath is the Go module's import path.
+const modulePath = "github.com/idemkit/idem"
 
-// modulePath is the module's import path; guestPath the guest's package.
-const (
-	modulePath = "github.com/idemkit/idem"
-	guestPath  = modulePath + "/wasm/guest"
+// Module is a wasm module that `make wasm` builds and stamps. Its paths are
+// slash paths under the repository root.
+type Module struct {
+	Wasm  string // the module
+	Stamp string // its stamp
+	Guest string // the import path of the package it is built from
+}
+
+var (
+	// Idem is the core and the executor's protocol (wasm/guest).
+	Idem = Module{Wasm: "wasm/idem.wasm", Stamp: "wasm/idem.wasm.stamp", Guest: modulePath + "/wasm/guest"}
+	// Fingerprint is package fingerprint (wasm/fpguest).
+	Fingerprint = Module{Wasm: "wasm/fingerprint.wasm", Stamp: "wasm/fingerprint.wasm.stamp", Guest: modulePath + "/wasm/fpguest"}
+	// Modules are the modules `make wasm` builds.
+	Modules = []Module{Idem, Fingerprint}
 )
 
 // Sources lists, as slash paths under root, the files whose change
 // changes the module: go.mod (its go line selects the language version)
 // and the Go files, as built for wasip1, of the guest and of every package
-// of this module it imports (the core, the ABI, the protocol, the store's
-// contract, and whatever they come to import). Tests are left out: they
-// are not compiled into the module.
-func Sources(root string) ([]string, error) {
+// of this module it imports (for idem.wasm the core, the ABI, the protocol,
+// the store's contract; for fingerprint.wasm package fingerprint, the core
+// and the fingerprint layout; and whatever they come to import). Tests are
+// left out: they are not compiled into the module.
+func (m Module) Sources(root string) ([]string, error) {
 	ctx := build.Default
 	ctx.GOOS, ctx.GOARCH = "wasip1", "wasm"
 	abs, err := filepath.Abs(root)
@@ -67,7 +81,7 @@ func Sources(root string) ([]string, error) {
 		}
 		return nil
 	}
-	if err := walk(guestPath); err != nil {
+	if err := walk(m.Guest); err != nil {
 		return nil, err
 	}
 	slices.Sort(paths)
@@ -83,8 +97,8 @@ type Stamp struct {
 // SourcesHash hashes the sources under root: each file's slash path, a NUL,
 // its length and its bytes, in sorted path order, so that a rename, a new
 // file or an edit all change it.
-func SourcesHash(root string) (string, error) {
-	paths, err := Sources(root)
+func (m Module) SourcesHash(root string) (string, error) {
+	paths, err := m.Sources(root)
 	if err != nil {
 		return "", err
 	}
@@ -106,10 +120,32 @@ func ModuleHash(wasm []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// Write writes s in the stamp's text form.
-func Write(w io.Writer, s Stamp) error {
-	_, err := fmt.Fprintf(w, "# written by `make wasm`: what wasm/idem.wasm was built from; checked by wasm/module_test.go\nsources %s\nmodule %s\n", s.Sources, s.Module)
+// Write writes s, m's stamp, in the stamp's text form.
+func (m Module) Write(w io.Writer, s Stamp) error {
+	_, err := fmt.Fprintf(w, "# written by `make wasm`: what %s was built from; checked by wasm/module_test.go\nsources %s\nmodule %s\n", m.Wasm, s.Sources, s.Module)
 	return err
+}
+
+// Make computes m's stamp from the sources and the module under root, and
+// writes it to m's stamp file.
+func (m Module) Make(root string) error {
+	sources, err := m.SourcesHash(root)
+	if err != nil {
+		return err
+	}
+	wasm, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m.Wasm)))
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(root, filepath.FromSlash(m.Stamp)))
+	if err != nil {
+		return err
+	}
+	if err := m.Write(f, Stamp{Sources: sources, Module: ModuleHash(wasm)}); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Read parses the stamp's text form.

@@ -1,5 +1,6 @@
-// Command stampcmd writes wasm/idem.wasm.stamp for the module just built.
-// `make wasm` runs it from the repository root after building the module.
+// Command stampcmd writes the stamp of each wasm module (stamp.Modules:
+// wasm/idem.wasm.stamp, wasm/fingerprint.wasm.stamp) for the modules just
+// built. `make wasm` runs it from the repository root after building them.
 package main
 
 import (
@@ -10,28 +11,10 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "stampcmd:", err)
-		os.Exit(1)
+	for _, m := range stamp.Modules {
+		if err := m.Make("."); err != nil {
+			fmt.Fprintln(os.Stderr, "stampcmd:", m.Wasm+":", err)
+			os.Exit(1)
+		}
 	}
-}
-
-func run() error {
-	sources, err := stamp.SourcesHash(".")
-	if err != nil {
-		return err
-	}
-	wasm, err := os.ReadFile("wasm/idem.wasm")
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(stamp.File)
-	if err != nil {
-		return err
-	}
-	if err := stamp.Write(f, stamp.Stamp{Sources: sources, Module: stamp.ModuleHash(wasm)}); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
