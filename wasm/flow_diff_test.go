@@ -356,6 +356,10 @@ func compareFlowErrors(native, module error) string {
 	if errors.As(native, &ne) != errors.As(module, &we) || ne != nil && (ne.Code != we.Code || ne.Status != we.Status || ne.RetryAfter != we.RetryAfter) {
 		return fmt.Sprintf("flow error %+v, module %+v", ne, we)
 	}
+	var nm, wm *flow.KeyMisuseError // the stored fingerprint a 422 names the differing parts by
+	if errors.As(native, &nm) != errors.As(module, &wm) || nm != nil && nm.Stored != wm.Stored {
+		return fmt.Sprintf("key misuse cause %+v, module %+v", nm, wm)
+	}
 	return ""
 }
 
@@ -389,5 +393,45 @@ func TestFlowOutOfStepPanic(t *testing.T) {
 	}
 	if !wf.Done() || wf.Next().Panic != nil {
 		t.Fatalf("after a panic out of step: done %v, panic %v; want done, no panic", wf.Done(), wf.Next().Panic)
+	}
+}
+
+// TestFlowKeyMisuseCarriesStored: a key's misuse answered through the
+// module carries the fingerprint the key's record holds, byte for byte,
+// as the native Flow's does (an HTTP edge names the parts that differ by
+// it), for each fingerprint the generators draw.
+func TestFlowKeyMisuseCarriesStored(t *testing.T) {
+	h := testHost(t)
+	rawAnswers = true
+	defer func() { rawAnswers = false }()
+	cfg := flow.Config{Policy: core.PolicyDefault()}
+	native := cfg
+	if err := native.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, stored := range append(genFPs, core.Fingerprint{0: 0xff, 31: 0x01}) {
+		req := flow.Request{Scope: genScope, Fingerprint: genFPs[1]}
+		nf, err := native.Begin(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf, err := h.BeginFlow(cfg, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := store.Applied{Before: core.StatusCompleted}
+		a.Record.Scope, a.Record.Status, a.Record.Fingerprint, a.Record.Token, a.Record.Version = genScope, core.StatusCompleted, stored, 7, 3
+		a.Transition.Decision.Kind = core.DecisionMismatch
+		nf.Applied(&a, nil)
+		wf.Applied(&a, nil)
+		if d := compareFlows(nf, wf); d != "" {
+			t.Fatal(d)
+		}
+		_, err = wf.Result()
+		var m *flow.KeyMisuseError
+		if !errors.As(err, &m) || m.Stored != stored {
+			t.Fatalf("stored %x: the module's answer %v (%+v), want a key misuse carrying it", stored, err, m)
+		}
+		wf.Close()
 	}
 }

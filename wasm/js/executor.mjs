@@ -37,9 +37,11 @@ export function createExecutor({ core, store, policy, outcomeTimeout = 0n, heart
       ? { held: e.held, timeoutMs: msOf(e.timeout), get signal() { return AbortSignal.timeout(this.timeoutMs); } }
       : { held: e.held, signal };
     try {
-      const a = await store.apply(scope, e.event, policy, options);
-      if (!e.detached && signal?.aborted) flow.gone(signal.reason);
-      else flow.applied(a);
+      // Applied is applied, whether the caller is still there or not (as
+      // Go's Do): a reserve reported as gone would leave its key in
+      // progress until the lease ran out. The action then starts with its
+      // signal aborted, and an action that does nothing frees the key.
+      flow.applied(await store.apply(scope, e.event, policy, options));
     } catch (err) {
       if (!e.detached && signal?.aborted) flow.gone(signal.reason);
       else flow.applied(undefined, err);
@@ -110,6 +112,8 @@ export function createExecutor({ core, store, policy, outcomeTimeout = 0n, heart
   }
 
   return {
+    /** The policy the executor runs under (the HTTP middleware reads its limits). */
+    get policy() { return policy; },
     /**
      * Runs action for request ({tenant?, principal, useCase, key,
      * fingerprint}) at most once per scope and returns the answer

@@ -147,3 +147,20 @@ test('heartbeats keep a long action\'s lease; a lease no heartbeat extends abort
   }), (err) => err.code === 'outcome_unknown');
   assert.ok(abortedAfter !== null && abortedAfter < 600, `aborted after ${abortedAfter} ms, the lease was 600 ms`);
 });
+
+test('a caller gone while its reserve was under way, which the store applied, frees the key through its action', async () => {
+  const { ex } = setup({}, (s) => ({ ...s, apply: async (...a) => { if (a[1].kind === EventKind.Reserve) await sleep(100); return s.apply(...a); } }));
+  const req = request();
+  const caller = new AbortController();
+  setTimeout(() => caller.abort(new Error('client gone')), 20);
+  let sawAborted = null;
+  await assert.rejects(ex.do(req, async ({ signal }) => {
+    sawAborted = signal.aborted;
+    throw new NotExecutedError('the client went away before anything ran');
+  }, { signal: caller.signal }));
+  assert.equal(sawAborted, true, 'the action ran, with its signal already aborted');
+  const calls = { n: 0 };
+  const again = await ex.do(req, charge(calls));
+  assert.equal(again.kind, ResultKind.Executed, 'the key was free at once: not in progress until its lease ran out');
+  assert.equal(calls.n, 1);
+});

@@ -95,6 +95,9 @@ function applied(w, a, err) {
   w.record(a.record); transition(w, a.transition); w.time(a.now, 'applied.now');
 }
 
+// A flow error's cause (ABI.md, "flow error").
+const CAUSE = Object.freeze({ none: 0, text: 1, keyMisuse: 2 });
+
 // readText reads an error the guest wrote (ABI.md, "flow error").
 function readError(r) {
   const kind = r.u8();
@@ -102,8 +105,20 @@ function readError(r) {
   const code = r.str();
   const status = Number(r.i64());
   const retryAfter = r.i64();
-  const cause = r.u8() === 0 ? undefined : errorOf(r.u8(), r);
-  return new FlowError(code, status, retryAfter, cause);
+  let cause;
+  let stored;
+  switch (r.u8()) {
+    case CAUSE.none: break;
+    case CAUSE.text: cause = errorOf(r.u8(), r); break;
+    case CAUSE.keyMisuse:
+      stored = r.raw(32); // a copy: raw slices
+      cause = new Error("the key's record holds the fingerprint of another request");
+      break;
+    default: throw new MalformedAnswerError('idem/wasm: unknown flow error cause');
+  }
+  const err = new FlowError(code, status, retryAfter, cause);
+  if (stored !== undefined) err.storedFingerprint = stored; // key_misuse: the fingerprint the key's record holds
+  return err;
 }
 
 function errorOf(kind, r) {

@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 
 /** The ABI version this host speaks (ABI.md). */
-export const ABI_VERSION = 4;
+export const ABI_VERSION = 5;
 
 /** Names of the core's error sentinels, by ABI error code (ABI.md). */
 export const ERROR_CODES = Object.freeze([

@@ -18,7 +18,7 @@ import (
 
 // Version is the ABI version. The guest exports it as idem_abi_version; a
 // host refuses a module whose version differs from its own.
-const Version = 4
+const Version = 5
 
 // Export names of the guest module.
 const (

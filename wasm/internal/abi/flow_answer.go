@@ -46,6 +46,14 @@ func AppendFlowError(dst []byte, err error) []byte {
 	return appendError(append(dst, AnswerFlowError), err)
 }
 
+// A flow error's cause: none, an error's text, or a key's misuse (the
+// stored fingerprint; its text is fixed).
+const (
+	causeNone      = 0
+	causeText      = 1
+	causeKeyMisuse = 2
+)
+
 // appendError writes a *flow.Error as its code, status, retry after and
 // cause (its text and kind), any other error as its kind and text.
 func appendError(dst []byte, err error) []byte {
@@ -59,7 +67,10 @@ func appendError(dst []byte, err error) []byte {
 	if e.Err == nil {
 		return append(dst, 0)
 	}
-	return appendText(append(dst, 1), e.Err)
+	if m, ok := e.Err.(*flow.KeyMisuseError); ok {
+		return append(append(dst, causeKeyMisuse), m.Stored[:]...)
+	}
+	return appendText(append(dst, causeText), e.Err)
 }
 
 // AppendLeaseState appends the answer to FlowLease (next 0) and FlowBeaten:
@@ -169,8 +180,16 @@ func (r *reader) error() error {
 	e := &flow.Error{Code: flow.Code(strings.Clone(r.str()))}
 	e.Status = int(int64(r.u64()))
 	e.RetryAfter = time.Duration(r.u64())
-	if r.u8() != 0 {
+	switch r.u8() {
+	case causeNone:
+	case causeText:
 		e.Err = r.textCopy()
+	case causeKeyMisuse:
+		m := &flow.KeyMisuseError{}
+		copy(m.Stored[:], r.take(len(m.Stored)))
+		e.Err = m
+	default:
+		r.fail(errors.New("unknown flow error cause"))
 	}
 	return e
 }
