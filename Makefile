@@ -30,7 +30,7 @@ sim-long:
 	bash -c 'time ./bin/simrun -seeds 10000 -requests 1000 -lincheck=false'
 
 ## test: gofmt, go.mod tidy, vet and staticcheck (pinned in tools/go.mod), then
-## wasm/js's npm packages by its lockfile (npm ci: pg), then
+## wasm/js's npm packages by its lockfile (npm ci: pg, express), then
 ## every test with the race detector (under 5 minutes here), then the
 ## allocation tests, which only mean something without it;
 ## the fingerprint comparison module checks our bytes against gowebpki/jcs
@@ -40,7 +40,7 @@ test:
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) tool -modfile=tools/go.mod staticcheck ./...
-	cd wasm/js && npm ci --no-audit --no-fund --loglevel=error # pg, by the lockfile: wasm/js's PostgreSQL store, which a store/pgx test runs
+	cd wasm/js && npm ci --no-audit --no-fund --loglevel=error # by the lockfile: pg (wasm/js's PostgreSQL store, which Go tests run) and express (its example and tests)
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run 'Allocs$$' ./fingerprint/ . # allocation counts: built without -race only
 	cd fingerprint/internal/jcsbench && $(GO) vet ./... && $(GO) test ./...

@@ -535,10 +535,10 @@ func pgDSN() string {
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
-// TestPaymentsOnPostgres runs the service on PostgreSQL, in a schema of its
-// own: concurrent identical requests execute once, the replay is byte for
-// byte the stored answer, and another payload is 422.
-func TestPaymentsOnPostgres(t *testing.T) {
+// pgSchema connects to the test server and makes a schema of the test's
+// own (prefix and a time), dropped when it ends.
+func pgSchema(t *testing.T, prefix string) (*pgxpool.Pool, string) {
+	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgDSN())
 	if err == nil {
@@ -550,7 +550,7 @@ func TestPaymentsOnPostgres(t *testing.T) {
 		}
 		t.Skipf("!!! no PostgreSQL at %s (%v): skipping", pgDSN(), err)
 	}
-	schema := fmt.Sprintf("idem_example_%d", time.Now().UnixNano())
+	schema := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
@@ -558,6 +558,15 @@ func TestPaymentsOnPostgres(t *testing.T) {
 		_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		pool.Close()
 	})
+	return pool, schema
+}
+
+// TestPaymentsOnPostgres runs the service on PostgreSQL, in a schema of its
+// own: concurrent identical requests execute once, the replay is byte for
+// byte the stored answer, and another payload is 422.
+func TestPaymentsOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	pool, schema := pgSchema(t, "idem_example")
 	s := startService(t, options{storeKind: "pg", dsn: pgDSN(), pgSchema: schema, gatewayDelay: 50 * time.Millisecond})
 	body := `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`
 	type sent struct {

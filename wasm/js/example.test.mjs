@@ -10,8 +10,9 @@ const here = (name) => new URL(`./${name}`, import.meta.url);
 const readme = await readFile(here('README.md'), 'utf8');
 const example = await readFile(here('example.mjs'), 'utf8');
 
+// block is the first block of lang in README.md's "Example" section.
 function block(lang) {
-  const m = readme.match(new RegExp('```' + lang + '\\n([\\s\\S]*?)```'));
+  const m = readme.slice(readme.indexOf('\n## Example\n')).match(new RegExp('```' + lang + '\\n([\\s\\S]*?)```'));
   assert.ok(m, `README.md has no ${lang} block`);
   return m[1];
 }

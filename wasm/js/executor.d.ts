@@ -16,6 +16,8 @@ export interface Store {
 export interface Attempt { scope: Scope; token: bigint; lockedUntil: bigint | null }
 
 export interface Executor {
+  /** The policy the executor runs under. */
+  readonly policy: Policy;
   do(request: FlowRequest, action: (a: { signal: AbortSignal; attempt: Attempt }) => Promise<Response>, options?: { signal?: AbortSignal }): Promise<Result>;
 }
 
@@ -29,3 +31,7 @@ export declare function clockNow(): bigint;
 
 /** A PostgreSQL store on store/pgx's table (pgstore.mjs); pool is a pg.Pool. */
 export declare function createPgStore(core: Core, pool: unknown, options?: { schema?: string; table?: string }): Store & { close(): Promise<void> };
+
+/** store/pgx's migrations from Node (pgmigrate.mjs): creates or upgrades idem_records in schema. */
+export declare function migrate(pool: unknown, options?: { schema?: string }): Promise<void>;
+export declare const SCHEMA_VERSION: number;

@@ -103,8 +103,10 @@ func (r *runner) nodeCopy(dir, file string, src []byte) (string, error) {
 	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
 		return "", err
 	}
-	if err := os.Symlink(filepath.Join(r.root, "wasm", "idem.wasm"), filepath.Join(dir, "wasm", "idem.wasm")); err != nil {
-		return "", err
+	for _, module := range []string{"idem.wasm", "fingerprint.wasm"} { // the modules the package loads from ../
+		if err := os.Symlink(filepath.Join(r.root, "wasm", module), filepath.Join(dir, "wasm", module)); err != nil {
+			return "", err
+		}
 	}
 	rel, err := filepath.Rel(filepath.Join("wasm", "js"), file)
 	if err != nil {
