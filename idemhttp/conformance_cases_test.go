@@ -34,6 +34,7 @@ func conformanceCases() []confCase {
 		{"key param decimal digits", `"` + key + `";a=1.2345`}, {"key param no digits", `"` + key + `";a=-`},
 		{"key param uppercase", `"` + key + `";A=1`}, {"key param no value", `"` + key + `";a=`},
 		{"key param unknown item", `"` + key + `";a=(1)`}, {"key param long decimal", `"` + key + `";a=1234567890123.5`},
+		{"key param with markup", `"` + key + `";a=<b>&amp;</b>`},
 	} {
 		cases = append(cases, one(k.name, anon, post(`{"a":1}`, json, keyed(k.value))))
 	}
@@ -70,7 +71,7 @@ func conformanceCases() []confCase {
 		{"media JSON utf-8 quoted", anon, `application/json; charset="UTF-8"`, `{"a":1}`},
 		{"media suffix json", anon, "application/vnd.api+json", `{"a":1}`}, {"media unparseable", anon, "application/json; =x", `{"a":1}`},
 		{"media no slash", anon, "json", `{"a":1}`}, {"media charset twice", anon, "application/json;charset=utf-8;charset=utf-8", `{"a":1}`},
-		{"media junk after", anon, "application/json x", `{"a":1}`}, {"media empty parameter", anon, "application/json;;charset=utf-8", `{"a":1}`},
+		{"media junk after", anon, "application/json x", `{"a":1}`}, {"media markup", anon, "text/<html>&", "x"}, {"media empty parameter", anon, "application/json;;charset=utf-8", `{"a":1}`},
 		{"media raw text", raw, "text/plain", "hello"}, {"media raw no type", raw, "", "hello"},
 		{"media csv route refuses json", confRoute{Anonymous: true, MediaTypes: []string{"text/csv", "text/*"}}, "application/json", `{}`},
 		{"media suffix-only route has no Accept", confRoute{Anonymous: true, MediaTypes: []string{"*/*+xml"}}, "text/plain", "x"},

@@ -413,6 +413,13 @@ var jsMutants = []Mutant{
 		Desc:   "the Node executor reports a reserve the store applied as the caller gone: its key stays in progress until the lease runs out",
 		Breaks: "Do's sequence (an applied event is reported applied); idemhttp's doc (a client gone before the handler starts leaves the key free at once)",
 	},
+	{
+		ID: "js-memstore-tokens-per-scope", File: "wasm/js/memstore.mjs",
+		Old:    "      if (ev.kind === EventKind.Reserve) ev.token = ++lastToken;\n",
+		New:    "      if (ev.kind === EventKind.Reserve) ev.token = BigInt(before.token) + 1n;\n",
+		Desc:   "the Node memory store counts fresh tokens per scope: after a delete, or in another scope, a token repeats",
+		Breaks: "store contract (tokens never repeat for a scope, across deletes); the suite's scenarios as data (store/storetest/SCENARIOS.md)",
+	},
 	// ---- the Node HTTP middleware (http/) ---------------------------------
 	{
 		ID: "js-http-replayed-header-dropped", File: "wasm/js/http/route.mjs",

@@ -33,6 +33,7 @@ type toyStore struct {
 	staleReads           bool // loads served from a cache that writes do not invalidate
 	dropAcknowledged     bool // every 5th write is acknowledged, then lost at the next load
 	casAcceptsNewer      bool // compare-and-set also applies under an expected version past the record's
+	tokensPerScope       bool // fresh tokens counted from the scope's record: after a delete they start again
 
 	cache map[core.Scope]*cached
 }
@@ -86,6 +87,9 @@ func (s *toyStore) Load(ctx context.Context, scope core.Scope) (store.Snapshot, 
 	}
 	if e, ok := s.records[scope]; ok {
 		snap.Record = e.rec
+	}
+	if s.tokensPerScope {
+		snap.FreshToken = snap.Record.Token + 1
 	}
 	if s.staleReads {
 		s.cache[scope] = &cached{rec: snap.Record}

@@ -43,6 +43,7 @@ func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *confi
 	t.Run("cancelled-context", c.cancelledContext)
 	t.Run("applier", c.applier)
 	t.Run("held-applier", c.heldApplier)
+	t.Run("scenarios", c.scenarios)
 }
 
 // scope is a scope no other test or run uses.
