@@ -14,18 +14,28 @@ import { StoreRejectedError } from './flow.mjs';
 const STATUS = ['absent', 'in_progress', 'completed', 'failed_retryable', 'unknown', 'expired'];
 const statusOf = (name) => (name === null ? 0 : STATUS.indexOf(name));
 
-// fnv64 is Go's hashStrings (store/pgx/record.go): FNV-1a over each part's
+// fnv64 is Go's hashStrings (store/pgx/record.go; exported for its test): FNV-1a over each part's
 // length (4 bytes, little-endian) and bytes, as 16 hex digits.
-function fnv64(...parts) {
-  let h = 0xcbf29ce484222325n;
-  const step = (x) => { h ^= BigInt(x); h = (h * 0x100000001b3n) & 0xffffffffffffffffn; };
+export function fnv64(...parts) {
+  // The 64-bit state as four 16-bit limbs (little-endian), so that the
+  // multiply by the prime (2^40 + 0x1b3) stays exact in doubles.
+  let h0 = 0x2325; let h1 = 0x8422; let h2 = 0x9ce4; let h3 = 0xcbf2; // 0xcbf29ce484222325
+  const step = (x) => {
+    h0 ^= x;
+    const c0 = h0 * 0x1b3;
+    const c1 = h1 * 0x1b3 + (c0 >>> 16);
+    const c2 = h2 * 0x1b3 + h0 * 0x100 + (c1 >>> 16);
+    const c3 = h3 * 0x1b3 + h1 * 0x100 + (c2 >>> 16);
+    h0 = c0 & 0xffff; h1 = c1 & 0xffff; h2 = c2 & 0xffff; h3 = c3 & 0xffff;
+  };
   for (const p of parts) {
     const b = Buffer.from(p, 'utf8');
     const l = b.length;
-    [l & 255, (l >>> 8) & 255, (l >>> 16) & 255, (l >>> 24) & 255].forEach(step);
-    b.forEach(step);
+    step(l & 255); step((l >>> 8) & 255); step((l >>> 16) & 255); step((l >>> 24) & 255);
+    for (let i = 0; i < l; i++) step(b[i]);
   }
-  return h.toString(16).padStart(16, '0');
+  const hex = (x) => x.toString(16).padStart(4, '0');
+  return hex(h3) + hex(h2) + hex(h1) + hex(h0);
 }
 
 const quote = (id) => `"${id.replaceAll('"', '""')}"`;
@@ -57,26 +67,72 @@ const TIME_COLS = new Set(['locked_until', 'reconcile_after', 'created_at', 'com
 const TEMPLATE_T = 946_684_800_000_000_000n; // 2000-01-01T00:00:00Z
 const TEMPLATE_SHIFT = 1000n * 3600n * 1_000_000_000n + 7_000n; // 1000 h and 7 µs
 const TIME_FIELDS = ['lockedUntil', 'reconcileAfter', 'createdAt', 'completedAt', 'expiresAt'];
+// The scope and fingerprint a new key's template is stepped with.
+const PROBE_SCOPE = { tenant: '', principal: 'probe', useCase: 'probe', key: 'probe-probe-probe-probe' };
+const PROBE_FINGERPRINT = new Uint8Array(32).fill(1);
 
 function template(core, before, event, policy) {
   // A reserve's token is the sequence's: any non-zero one stands for it.
   const ev = event.kind === EventKind.Reserve ? { ...event, token: 1n } : event;
   const a = core.step(before, { ...ev, now: TEMPLATE_T }, policy);
-  const b = core.step(before, { ...ev, now: TEMPLATE_T + TEMPLATE_SHIFT }, policy);
-  const same = (x, y) => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? String(v) : v)) === JSON.stringify(y, (_, v) => (typeof v === 'bigint' ? String(v) : v));
-  if (!same(a.transition, b.transition)) return null;
+  // Which field is a literal and which the clock plus an offset is the
+  // policy's and the event's kind's, not the record's values: it is
+  // learnt once from a second step, at TEMPLATE_T + TEMPLATE_SHIFT, and
+  // kept. Should the core ever decide otherwise for another record, the
+  // step at the statement's time, which every templated write is checked
+  // against, says so (a driver bug, not a silent write).
+  const kinds = classesOf(policy);
+  const key = `${event.kind}/${event.verdict ?? 0}/${before.status}`;
+  let shape = kinds.get(key);
+  if (shape === undefined) {
+    shape = classify(a, core.step(before, { ...ev, now: TEMPLATE_T + TEMPLATE_SHIFT }, policy));
+    kinds.set(key, shape);
+  }
+  if (shape === null) return null;
   const times = [];
+  for (const [i, f] of TIME_FIELDS.entries()) {
+    const x = a.record[f];
+    if (shape[i] === 'literal') {
+      if (x !== null && x % 1000n !== 0n) return null;
+      times.push([null, x === null ? null : String(x / 1000n)]);
+    } else {
+      if (x === null || (x - TEMPLATE_T) % 1000n !== 0n) return null;
+      times.push([String((x - TEMPLATE_T) / 1000n), null]);
+    }
+  }
+  return { record: a.record, transition: a.transition, times };
+}
+
+// The shapes learnt by template, per policy object.
+const shapes = new WeakMap();
+function classesOf(policy) {
+  let m = shapes.get(policy);
+  if (m === undefined) { m = new Map(); shapes.set(policy, m); }
+  return m;
+}
+
+// classify is the shape of a step from its records at two instants: each
+// time field a literal (the same in both) or the clock plus an offset
+// (moved by exactly the shift); null if the transition moved with the
+// clock, or a field is neither.
+function classify(a, b) {
+  if (!sameTransition(a.transition, b.transition)) return null;
+  const shape = [];
   for (const f of TIME_FIELDS) {
     const x = a.record[f];
     const y = b.record[f];
-    if (x === y) {
-      if (x !== null && x % 1000n !== 0n) return null;
-      times.push([null, x === null ? null : String(x / 1000n)]);
-    } else if (x !== null && y !== null && y - x === TEMPLATE_SHIFT && (x - TEMPLATE_T) % 1000n === 0n) {
-      times.push([String((x - TEMPLATE_T) / 1000n), null]);
-    } else return null;
+    if (x === y) shape.push('literal');
+    else if (x !== null && y !== null && y - x === TEMPLATE_SHIFT) shape.push('offset');
+    else return null;
   }
-  return { record: a.record, transition: a.transition, times };
+  return shape;
+}
+
+function sameTransition(x, y) {
+  const d = x.decision; const e = y.decision;
+  const w = x.write; const v = y.write;
+  return d.kind === e.kind && d.token === e.token && d.retryAfter === e.retryAfter
+    && w.kind === v.kind && w.expectVersion === v.expectVersion && w.expectToken === v.expectToken;
 }
 
 // sameRecord compares the core's record with the row read back.
@@ -195,13 +251,29 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     throw new StoreRejectedError(`pgstore: the core asked for write kind ${t.write.kind}`);
   }
 
+  // absentTemplate is template for a reserve on an absent scope. Every new
+  // key's is the same but for its scope and fingerprint, so it is stepped
+  // once per policy and the two put in; the row each statement writes is
+  // still checked against a step at the statement's time.
+  const absentTemplates = new WeakMap();
+  function absentTemplate(scope, event, policy) {
+    let t = absentTemplates.get(policy);
+    if (t === undefined) {
+      t = template(core, absentRecord(PROBE_SCOPE), { kind: EventKind.Reserve, fingerprint: PROBE_FINGERPRINT }, policy);
+      absentTemplates.set(policy, t);
+    }
+    if (t === null || event.response !== undefined || event.errorCode || event.verdict) return template(core, absentRecord(scope), event, policy);
+    const record = { ...t.record, tenant: scope.tenant ?? '', principal: scope.principal, useCase: scope.useCase, key: scope.key, fingerprint: event.fingerprint };
+    return { record, transition: t.transition, times: t.times };
+  }
+
   // The LISTEN connection and the waiters by payload, made once: the first
   // wait makes it, and every wait meanwhile awaits the same promise.
   // reserve applies a Reserve in one round trip when the scope has no
   // record (and the core's step can be sent as offsets from the clock), or
   // returns null: the caller takes the general path.
   async function reserve(scope, event, policy) {
-    const t = template(core, absentRecord(scope), event, policy);
+    const t = absentTemplate(scope, event, policy);
     if (t === null || t.transition.write.kind !== WriteKind.Insert) return null;
     const p = params(t.record);
     RECORD_COLS.forEach((c, i) => { if (TIME_COLS.has(c)) p[i] = t.times[TIME_INDEX[c]][0]; });

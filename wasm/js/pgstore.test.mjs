@@ -8,7 +8,7 @@ import pg from 'pg';
 import { load, policyDefault } from './idem.mjs';
 import { NotExecutedError, ResultKind } from './flow.mjs';
 import { createExecutor } from './executor.mjs';
-import { createPgStore } from './pgstore.mjs';
+import { createPgStore, fnv64 } from './pgstore.mjs';
 import { recordingStore, policyLine } from './history.mjs';
 import { lincheck } from './testdata/lincheck.mjs';
 import { dsn, migratedSchema } from './testdata/pgschema.mjs';
@@ -99,4 +99,15 @@ test('concurrent retries of a released key on PostgreSQL: one wins the update, t
   }
   const { status, out } = lincheck(lines);
   assert.equal(status, 0, out);
+});
+
+test("fnv64 is store/pgx's hashStrings (the NOTIFY channel and payload Go and Node waiters share)", () => {
+  // The vectors of store/pgx/hashvectors_test.go.
+  const vectors = [
+    [['a'], 'd80d0daea7dbdd7f'],
+    [['', 'p', 'payments.create', '8e03978e-40d5-43e8-bc93-6894a57f9324'], 'd7c6f9fa43ac9a61'],
+    [['public', 'idem_records'], '539a73c9eb7eac8c'],
+    [['ténant', '😀', ''], '385ff60d54ded0e0'],
+  ];
+  for (const [parts, hash] of vectors) assert.equal(fnv64(...parts), hash, JSON.stringify(parts));
 });
