@@ -27,11 +27,19 @@ async function perOp(label, n, fn) {
   console.log(`${label}: ${(Number(process.hrtime.bigint() - start) / n / 1000).toFixed(1)} µs/op`);
 }
 
+// IDEM_BENCH_PG_ROUNDS=n IDEM_BENCH_PG_SECONDS=s: the PostgreSQL rounds
+// alone, n of s seconds (bench_ratio.sh alternates them with Go's).
+const pgRounds = Number(process.env.IDEM_BENCH_PG_ROUNDS || 3);
+const pgSeconds = Number(process.env.IDEM_BENCH_PG_SECONDS || 5);
+const pgOnly = process.env.IDEM_BENCH_PG_ROUNDS !== undefined;
+
 const mem = createExecutor({ core, store: createMemoryStore(core), policy });
-await perOp('node do, memory store, new key', 5000, () => mem.do(request(newKey()), action));
-const replayKey = newKey();
-await mem.do(request(replayKey), action);
-await perOp('node do, memory store, replay', 5000, () => mem.do(request(replayKey), action));
+if (!pgOnly) {
+  await perOp('node do, memory store, new key', 5000, () => mem.do(request(newKey()), action));
+  const replayKey = newKey();
+  await mem.do(request(replayKey), action);
+  await perOp('node do, memory store, replay', 5000, () => mem.do(request(replayKey), action));
+}
 
 // IDEM_BENCH_MEMORY_ONLY=1: the memory store alone (to profile the host's
 // own work, with node --cpu-prof).
@@ -42,13 +50,15 @@ const schema = await migratedSchema(pool, 'idem_bench');
 const store = createPgStore(core, pool, { schema });
 const ex = createExecutor({ core, store, policy });
 try {
-  for (let round = 0; round < 3; round++) {
+  // A second of warm-up (connections, prepared statements, the JIT), then the rounds.
+  for (let round = -1; round < pgRounds; round++) {
     let done = 0;
-    const end = Date.now() + 5000;
+    const seconds = round < 0 ? 1 : pgSeconds;
+    const end = Date.now() + seconds * 1000;
     await Promise.all(Array.from({ length: 16 }, async () => {
       while (Date.now() < end) { await ex.do(request(newKey()), action); done++; }
     }));
-    console.log(`node do, PostgreSQL, new key, 16 concurrent: ${(done / 5).toFixed(0)} req/s`);
+    if (round >= 0) console.log(`node do, PostgreSQL, new key, 16 concurrent: ${(done / seconds).toFixed(0)} req/s`);
   }
 } finally {
   await store.close();

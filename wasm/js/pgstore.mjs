@@ -67,6 +67,15 @@ const TIME_COLS = new Set(['locked_until', 'reconcile_after', 'created_at', 'com
 const TEMPLATE_T = 946_684_800_000_000_000n; // 2000-01-01T00:00:00Z
 const TEMPLATE_SHIFT = 1000n * 3600n * 1_000_000_000n + 7_000n; // 1000 h and 7 µs
 const TIME_FIELDS = ['lockedUntil', 'reconcileAfter', 'createdAt', 'completedAt', 'expiresAt'];
+// plainReserve reports whether a reserve carries nothing but its
+// fingerprint (its other fields Go's zero values), as the one its
+// template was stepped with: any other goes through a step of its own.
+function plainReserve(ev) {
+  const r = ev.response;
+  const zeroResponse = r === undefined || (Number(r.statusCode ?? 0) === 0 && (r.headers ?? null) === null && (r.body ?? null) === null && (r.schemaVersion ?? 0) === 0);
+  return zeroResponse && (ev.errorCode ?? '') === '' && (ev.verdict ?? 0) === 0 && (ev.token ?? 0n) === 0n;
+}
+
 // The scope and fingerprint a new key's template is stepped with.
 const PROBE_SCOPE = { tenant: '', principal: 'probe', useCase: 'probe', key: 'probe-probe-probe-probe' };
 const PROBE_FINGERPRINT = new Uint8Array(32).fill(1);
@@ -262,7 +271,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
       t = template(core, absentRecord(PROBE_SCOPE), { kind: EventKind.Reserve, fingerprint: PROBE_FINGERPRINT }, policy);
       absentTemplates.set(policy, t);
     }
-    if (t === null || event.response !== undefined || event.errorCode || event.verdict) return template(core, absentRecord(scope), event, policy);
+    if (t === null || !plainReserve(event)) return template(core, absentRecord(scope), event, policy);
     const record = { ...t.record, tenant: scope.tenant ?? '', principal: scope.principal, useCase: scope.useCase, key: scope.key, fingerprint: event.fingerprint };
     return { record, transition: t.transition, times: t.times };
   }
