@@ -112,5 +112,21 @@ func conformanceCases() []confCase {
 	seq("no content", anon, with(first, func(r *confRequest) { r.Handler = "nocontent" }), first)
 	seq("a response over the limit", confRoute{Anonymous: true, ResponseBytesMax: 200}, with(first, func(r *confRequest) { r.Handler = "big" }), first)
 	seq("a sf-string key and its bare form are one key", anon, post(`{}`, json, keyed(`"`+key+`";v=1`)), post(`{}`, json, keyed(key)))
+
+	// The request target as Go reads it (url.RequestURI): a byte a path
+	// cannot hold as it is, escaped; the absolute form's path; the query as sent.
+	target := func(t string) confRequest { return with(first, func(r *confRequest) { r.Target = t }) }
+	seq("target escaped and not", anon, target("/things/a|b"), target("/things/a%7Cb"), target("/things/a%7cb"))
+	seq("target absolute form", anon, target("http://example.com/things"), first, target("http://example.com/things?"))
+	seq("target escapes are kept as sent", anon, target("/things/caf%C3%A9"), target("/things/caf%C3%A9"), target("/things/caf%c3%a9"))
+	seq("target kept escapes", anon, target("/things/a%20b;c=d@e"), target("/things/a%20b%3Bc=d@e"))
+	seq("target query as sent", anon, target("/things?a=|&b=%7C"), target("/things?a=%7C&b=%7C"))
+	cases = append(cases,
+		one("media JSON charset not UTF-8 bytes", anon, post(`{"a":1}`, [2]string{"Content-Type", "application/json; charset=\"\xe9\""}, keyed(key))),
+		one("media JSON charset with no-break space", anon, post(`{"a":1}`, [2]string{"Content-Type", "application/json; charset=\"x\xa0\""}, keyed(key))),
+	)
+	seq("media raw non-ASCII parameter", raw, post("hello", [2]string{"Content-Type", "Text/Plain; q=\"\xe9\""}, keyed(key)),
+		post("hello", [2]string{"Content-Type", "text/plain;q=\"\xe9\""}, keyed(key)),
+		post("hello", [2]string{"Content-Type", "text/plain;q=\"\xe8\""}, keyed(key)))
 	return cases
 }

@@ -420,6 +420,13 @@ var jsMutants = []Mutant{
 		Desc:   "the Node memory store counts fresh tokens per scope: after a delete, or in another scope, a token repeats",
 		Breaks: "store contract (tokens never repeat for a scope, across deletes); the suite's scenarios as data (store/storetest/SCENARIOS.md)",
 	},
+	{
+		ID: "js-pgstore-template-probe-fingerprint", File: "wasm/js/pgstore.mjs",
+		Old:    "    const record = { ...t.record, tenant: scope.tenant ?? '', principal: scope.principal, useCase: scope.useCase, key: scope.key, fingerprint: event.fingerprint };\n",
+		New:    "    const record = { ...t.record, tenant: scope.tenant ?? '', principal: scope.principal, useCase: scope.useCase, key: scope.key };\n",
+		Desc:   "the Node PostgreSQL store's cached new-key template keeps the probe's fingerprint: every new key is stored under the wrong request",
+		Breaks: "the core is the only authority (the row written is checked against a step at the statement's time)",
+	},
 	// ---- the Node HTTP middleware (http/) ---------------------------------
 	{
 		ID: "js-http-replayed-header-dropped", File: "wasm/js/http/route.mjs",
@@ -437,7 +444,7 @@ var jsMutants = []Mutant{
 	},
 	{
 		ID: "js-http-target-ignored", File: "wasm/js/http/route.mjs",
-		Old:    "  const target = req.originalUrl ?? req.url;\n",
+		Old:    "  const target = goRequestURI(req.originalUrl ?? req.url);\n",
 		New:    "  const target = '/';\n",
 		Desc:   "the Node middleware fingerprints the body without the request target: one key sent to two resources replays the first's response",
 		Breaks: "idemhttp's fingerprint (the method and the target count)",

@@ -6,6 +6,31 @@ import "github.com/idemkit/idem/core"
 // testdata/scenarios.json holds, and what RunStoreSuite runs as its
 // "scenarios" contract test.
 func Scenarios() []Scenario {
+	b := newScenarioSteps()
+	scs := append(oneAttemptScenarios(b), laterAttemptScenarios(b)...)
+	for i := range scs {
+		for j := range scs[i].Steps {
+			st := &scs[i].Steps[j]
+			st.Event.KindName = st.Event.Kind.String()
+			st.Want.DecisionName, st.Want.StatusName = st.Want.Decision.String(), st.Want.Status.String()
+		}
+	}
+	return scs
+}
+
+// scenarioSteps builds the steps of the scenarios.
+type scenarioSteps struct {
+	created, declined *core.Response
+	reserve           func(scope int, fp string, want ScenarioExpect) ScenarioStep
+	with              func(scope int, ev ScenarioEvent, want ScenarioExpect) ScenarioStep
+	complete          func(token string, r *core.Response) ScenarioEvent
+	want              func(d core.DecisionKind, w core.WriteKind, st core.Status, version uint64, token string) ScenarioExpect
+	executed          func(token string) ScenarioExpect
+	replayed          func(version uint64, token string, r *core.Response) ScenarioExpect
+	completedWith     func(version uint64, token string, r *core.Response) ScenarioExpect
+}
+
+func newScenarioSteps() scenarioSteps {
 	created := &core.Response{StatusCode: 201, Headers: []core.Header{{Name: "Content-Type", Value: "application/json"}}, Body: []byte(`{"id":"p-1"}`)}
 	declined := &core.Response{StatusCode: 402, Body: []byte(`{"declined":true}`)}
 	reserve := func(scope int, fp string, want ScenarioExpect) ScenarioStep {
@@ -35,7 +60,14 @@ func Scenarios() []Scenario {
 		e.Response = r
 		return e
 	}
-	scs := []Scenario{
+	return scenarioSteps{created: created, declined: declined, reserve: reserve, with: with, complete: complete, want: want,
+		executed: executed, replayed: replayed, completedWith: completedWith}
+}
+
+// oneAttemptScenarios are the scenarios of a key's first attempt.
+func oneAttemptScenarios(b scenarioSteps) []Scenario {
+	created, reserve, with, complete, want, executed, replayed, completedWith := b.created, b.reserve, b.with, b.complete, b.want, b.executed, b.replayed, b.completedWith
+	return []Scenario{
 		{Name: "execute then replay", About: "a new key executes with a fresh token; its completion is stored; a retry replays it, byte for byte, without a write", Steps: []ScenarioStep{
 			reserve(0, "A", executed("t1")),
 			with(0, complete("t1", created), completedWith(2, "t1", created)),
@@ -61,6 +93,14 @@ func Scenarios() []Scenario {
 			with(0, ScenarioEvent{Kind: core.EventHeartbeat, Token: "t1"}, want(core.DecisionExtended, core.WriteUpdate, core.StatusInProgress, 2, "t1")),
 			with(0, ScenarioEvent{Kind: core.EventHeartbeat, Token: "stale"}, want(core.DecisionStale, core.WriteNone, core.StatusInProgress, 2, "t1")),
 		}},
+	}
+}
+
+// laterAttemptScenarios are the scenarios of attempts after the first:
+// released, unknown, shared keys and late owners.
+func laterAttemptScenarios(b scenarioSteps) []Scenario {
+	created, declined, reserve, with, complete, want, executed, replayed, completedWith := b.created, b.declined, b.reserve, b.with, b.complete, b.want, b.executed, b.replayed, b.completedWith
+	return []Scenario{
 		{Name: "not executed frees the key", About: "an attempt that did nothing fails retryably; the next reserve executes again with a new token", Steps: []ScenarioStep{
 			reserve(0, "A", executed("t1")),
 			with(0, ScenarioEvent{Kind: core.EventFail, Token: "t1", ErrorCode: "gateway_down"}, want(core.DecisionFailed, core.WriteUpdate, core.StatusFailedRetryable, 2, "t1")),
@@ -109,12 +149,4 @@ func Scenarios() []Scenario {
 			with(0, complete("t1", created), want(core.DecisionAcknowledged, core.WriteNone, core.StatusCompleted, 2, "t1")),
 		}},
 	}
-	for i := range scs {
-		for j := range scs[i].Steps {
-			st := &scs[i].Steps[j]
-			st.Event.KindName = st.Event.Kind.String()
-			st.Want.DecisionName, st.Want.StatusName = st.Want.Decision.String(), st.Want.Status.String()
-		}
-	}
-	return scs
 }

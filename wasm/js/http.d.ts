@@ -38,14 +38,19 @@ export interface Route {
   logger?: { warn(msg: string, fields: object): void; error(msg: string, fields: object): void };
 }
 
-export declare function newRoute(executor: Executor, fingerprints: { newSpec(useCase: string, version: number, options?: object): { of(body: Uint8Array): Uint8Array } }, route: Route): (handler: Handler) => Handler;
+export declare function newRoute(executor: Executor, fingerprints: { newSpec(useCase: string, version: number, options?: object): { of(body: Uint8Array): Uint8Array } }, route: Route, options?: { underWay?: Set<Promise<unknown>> }): (handler: Handler) => Handler;
 
 export declare function createIdem(options?: {
   store?: Store | ((core: Core) => Store | Promise<Store>);
   policy?: Policy;
   core?: Core;
   executorOptions?: { outcomeTimeout?: bigint; heartbeatInterval?: bigint; clock?: () => bigint };
-}): Promise<{ core: Core; store: Store; executor: Executor; route(route: Route): (handler: Handler) => Handler }>;
+}): Promise<{
+  core: Core; store: Store; executor: Executor;
+  route(route: Route): (handler: Handler) => Handler;
+  /** Resolves once every protected request under way has answered and recorded its outcome. */
+  drain(): Promise<void>;
+}>;
 
 /** The attempt a protected handler runs as; signal aborts when the lease is lost or the execution timeout passes. Null outside the middleware. */
 export declare function attemptOf(req: IncomingMessage): (Attempt & { signal: AbortSignal }) | null;

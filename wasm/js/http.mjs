@@ -28,5 +28,11 @@ export async function createIdem({ store, policy = policyDefault(), core, finger
   fingerprints ??= await loadFingerprint();
   const s = typeof store === 'function' ? await store(core) : store ?? createMemoryStore(core);
   const executor = createExecutor({ core, store: s, policy, ...executorOptions });
-  return { core, fingerprints, store: s, executor, route: (options) => newRoute(executor, fingerprints, options) };
+  const underWay = new Set();
+  return {
+    core, fingerprints, store: s, executor,
+    route: (options) => newRoute(executor, fingerprints, options, { underWay }),
+    /** Resolves once every protected request under way has answered and recorded its outcome (a server that stops awaits it before it closes the store). */
+    drain: async () => { while (underWay.size > 0) await Promise.allSettled([...underWay]); },
+  };
 }

@@ -51,7 +51,25 @@ function decodeRune(b, i) {
   return [r, need + 1];
 }
 
-/** encoding/json's string escaping: JSON.stringify, with <, >, & and U+2028/9 escaped as Go does. */
+/** encoding/json's string escaping: JSON.stringify, with <, >, & and U+2028/9 escaped as Go does, and goText's marks of bytes that are not UTF-8 as Go writes such a byte (\\ufffd). */
 export function goJSON(value) {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))
+    .replaceAll('\\udfff', '\\ufffd');
+}
+
+/**
+ * The text of bytes (a latin1 string, one character a byte) as a Go string
+ * holds them, for a message: valid UTF-8 decoded, and each byte that is not
+ * UTF-8 marked by a lone surrogate (U+DFFF), which goJSON writes as Go's
+ * JSON encoder writes an invalid byte.
+ */
+export function goText(latin1) {
+  const bytes = Buffer.from(latin1, 'latin1');
+  let out = '';
+  for (let i = 0; i < bytes.length;) {
+    const [rune, width] = decodeRune(bytes, i);
+    out += rune < 0 ? '\udfff' : String.fromCodePoint(rune);
+    i += width;
+  }
+  return out;
 }

@@ -4,7 +4,7 @@
 // mime.ParseMediaType then FormatMediaType).
 
 import { isTchar } from './keyheader.mjs';
-import { goQuote } from './goformat.mjs';
+import { goQuote, goText } from './goformat.mjs';
 
 export const MEDIA_TYPES_DEFAULT = Object.freeze(['application/json', '*/*+json']);
 
@@ -113,7 +113,7 @@ export function bodyMediaType(media, v) {
     throw new Error(`Content-Type ${goQuote(v)} does not parse: ${err.message}`);
   }
   if (!media.ranges.some((m) => matches(m, ct.typ, ct.sub))) throw new Error(`Content-Type ${ct.typ}/${ct.sub} is not accepted: this route takes ${media.list}`);
-  if (isJSONType(ct) && ct.hasCharset && !eqFold(ct.charset, 'utf-8')) throw new Error(`JSON is UTF-8 (RFC 8259): charset=${ct.charset} is not accepted`);
+  if (isJSONType(ct) && ct.hasCharset && !eqFold(ct.charset, 'utf-8')) throw new Error(`JSON is UTF-8 (RFC 8259): charset=${goText(ct.charset)} is not accepted`);
   return isJSONType(ct);
 }
 
@@ -130,9 +130,10 @@ const consumeToken = (v) => { let i = 0; while (i < v.length && isTokenChar(v[i]
 /**
  * The Content-Type in one spelling, as Go's mediaTypeOf writes it
  * (mime.FormatMediaType of mime.ParseMediaType): type and parameter names
- * lower-cased, parameters sorted. A value that does not parse is kept as
- * sent, and so is one with RFC 2231 continuations (name*), which this port
- * does not decode.
+ * lower-cased, parameters sorted, a value with a byte outside printable
+ * ASCII written in RFC 2231's form (q*=utf-8''%E9). A value that does not
+ * parse is kept as sent, and so is one with RFC 2231 parameters of its own
+ * (name*), which this port does not decode (Go does).
  */
 export function mediaTypeOf(contentType) {
   const semi = contentType.indexOf(';');
@@ -164,7 +165,11 @@ export function mediaTypeOf(contentType) {
   if (sub === '') return contentType; // FormatMediaType wants type/subtype here
   for (const key of [...params.keys()].sort()) {
     const value = params.get(key);
-    if (/[^\x20-\x7e\t]/.test(value) || [...value].some((c) => c < ' ' && c !== '\t')) return contentType; // Go would RFC 2231-encode it
+    if (/[^\x20-\x7e\t]/.test(value)) { // RFC 2231 §4, as Go's FormatMediaType writes it
+      out += '; ' + key + "*=utf-8''" + [...value].map((c) => (c <= ' ' || c >= '\x7f' || "*'%".includes(c) || TSPECIALS.includes(c)
+        ? '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0') : c)).join('');
+      continue;
+    }
     out += '; ' + key + '=';
     if (value !== '' && [...value].every(isTokenChar)) out += value;
     else out += '"' + value.replace(/["\\]/g, (c) => '\\' + c) + '"';

@@ -11,10 +11,11 @@
 // RFC 9457 problem a Go service sends. See README.md, "HTTP".
 
 import { NotExecutedError, FlowError } from '../flow.mjs';
+import { IdemInputError } from '../idem.mjs';
 import { keyOf, missingKey, validateKey, KeyError, isTchar } from './keyheader.mjs';
 import { mediaRanges, bodyMediaType, mediaTypeOf, noContentTypeError } from './mediatype.mjs';
 import { Code, newProblem, problemOf, writeProblem } from './problem.mjs';
-import { rawFingerprint, requestFingerprint, describeMismatch } from './target.mjs';
+import { rawFingerprint, requestFingerprint, describeMismatch, goRequestURI } from './target.mjs';
 import { Capture, bodyAllowed } from './capture.mjs';
 
 export const KEY_HEADER_DEFAULT = 'Idempotency-Key';
@@ -31,6 +32,26 @@ export class ExecutionTimeoutError extends Error {
 }
 
 // canonical is http.CanonicalHeaderKey for a token.
+// The longest delay Node's timers keep (a longer one fires at once).
+const TIMER_MS_MAX = 2 ** 31 - 1;
+// core.ScopePartBytesMax: the longest tenant, principal or use case.
+const SCOPE_PART_BYTES_MAX = 255;
+// How long a handler whose signal aborted (a lost lease, its execution
+// timeout) is still waited for to end its response, as Go's handler is
+// waited for to return; then its outcome is unknown.
+const ABORTED_HANDLER_WAIT_MS = 10_000;
+
+// validChallenge is a WWW-Authenticate challenge: a scheme (a token), then
+// optionally one space and parameters without control bytes or a space at
+// either end.
+function validChallenge(s) {
+  if (typeof s !== 'string') return false;
+  const sp = s.indexOf(' ');
+  if (sp < 0) return validToken(s);
+  const params = s.slice(sp + 1);
+  return validToken(s.slice(0, sp)) && params !== '' && !/[\x00-\x08\x0a-\x1f\x7f]/.test(params) && params.trim() === params;
+}
+
 const canonical = (name) => name.toLowerCase().replace(/(^|-)([a-z])/g, (_, dash, c) => dash + c.toUpperCase());
 const validToken = (s) => typeof s === 'string' && s !== '' && [...s].every(isTchar);
 
@@ -40,12 +61,19 @@ const validToken = (s) => typeof s === 'string' && s !== '' && [...s].every(isTc
  * takes a handler (req, res, next) and returns the protected handler.
  * Throws a TypeError for a route that cannot be served.
  */
-export function newRoute(executor, fingerprints, route) {
+export function newRoute(executor, fingerprints, route, { underWay = null } = {}) {
   const c = configOf(executor, fingerprints, route);
   return function protect(handler) {
     if (typeof handler !== 'function') throw new TypeError(`idemhttp: route ${JSON.stringify(c.useCase)}: the handler is not a function`);
+    // It returns a promise that settles once the request is answered and
+    // its outcome recorded (a server that stops waits for it).
     return function protected_(req, res, next = defaultNext(res)) {
-      serve(executor, c, handler, req, res, next).catch(next);
+      const done = serve(executor, c, handler, req, res, next).catch(next);
+      if (underWay !== null) {
+        underWay.add(done);
+        done.finally(() => underWay.delete(done));
+      }
+      return done;
     };
   };
 }
@@ -63,6 +91,12 @@ function configOf(executor, fingerprints, rt) {
   const where = `idemhttp: route ${JSON.stringify(rt.useCase)}`;
   if (rt.principal === undefined && !rt.anonymous) throw new TypeError(`${where} has no principal extractor: two users' requests with the same key would share a record (set anonymous if the route has no callers to tell apart)`);
   if (rt.principal !== undefined && rt.anonymous) throw new TypeError(`${where} has a principal extractor and is marked anonymous: choose one`);
+  if (!/^[\x20-\x7e]+$/.test(rt.useCase) || rt.useCase.length > SCOPE_PART_BYTES_MAX) {
+    throw new TypeError(`${where}: the use case must be 1..${SCOPE_PART_BYTES_MAX} bytes of printable ASCII (it is part of every scope)`);
+  }
+  if (rt.authChallenge !== undefined && !validChallenge(rt.authChallenge)) {
+    throw new TypeError(`${where}: auth challenge ${JSON.stringify(rt.authChallenge)} is not an RFC 9110 challenge (a scheme, then a space and its parameters)`);
+  }
   const policy = executor.policy;
   const c = {
     useCase: rt.useCase, keyHeader: KEY_HEADER_DEFAULT, keyOptional: !!rt.keyOptional, methods: ['POST', 'PATCH'],
@@ -82,7 +116,9 @@ function configOf(executor, fingerprints, rt) {
       return m.toUpperCase();
     });
   }
-  if (!(Number.isFinite(c.executionTimeoutMs) && c.executionTimeoutMs > 0)) throw new TypeError(`${where}: executionTimeoutMs must be a positive number`);
+  if (!(Number.isFinite(c.executionTimeoutMs) && c.executionTimeoutMs > 0 && c.executionTimeoutMs <= TIMER_MS_MAX)) {
+    throw new TypeError(`${where}: executionTimeoutMs must be a positive number of milliseconds, at most ${TIMER_MS_MAX} (Node's timers)`);
+  }
   if (rt.bodyBytesMax !== undefined) {
     if (!(Number.isSafeInteger(rt.bodyBytesMax) && rt.bodyBytesMax > 0)) throw new TypeError(`${where}: bodyBytesMax must be a positive integer`);
     c.bodyBytesMax = rt.bodyBytesMax;
@@ -143,7 +179,7 @@ async function serve(executor, c, handler, req, res, next) {
   } else {
     bodyFP = rawFingerprint(c.useCase, mediaTypeOf(ct), body);
   }
-  const target = req.originalUrl ?? req.url;
+  const target = goRequestURI(req.originalUrl ?? req.url);
   const request = { ...scope, fingerprint: requestFingerprint(bodyFP, req.method, target) };
   return run(executor, c, handler, req, res, next, { request, body, isJSON });
 }
@@ -163,12 +199,15 @@ async function scopeOf(c, req, res, key) {
     scope.principal = p;
   }
   if (c.tenant !== null) {
+    let tenant;
     try {
-      scope.tenant = String(await c.tenant(req));
+      tenant = await c.tenant(req);
+      if (typeof tenant !== 'string') throw new Error('the tenant extractor gave no string');
     } catch (err) {
       writeProblem(res, newProblem(Code.InvalidRequest, 400, `tenant: ${err?.message ?? err}`));
       return null;
     }
+    scope.tenant = tenant;
   }
   return scope;
 }
@@ -220,7 +259,7 @@ async function run(executor, c, handler, req, res, next, { request, body, isJSON
     if (client.signal.aborted) throw new NotExecutedError(CLIENT_GONE);
     started = true;
     capture.ran = true;
-    return runHandler(c, handler, req, res, capture, { leaseSignal, attempt, body, isJSON });
+    return runHandler(c, handler, req, res, capture, { leaseSignal, attempt, body, isJSON, next });
   };
   let result; let failure = null;
   try {
@@ -242,12 +281,18 @@ async function run(executor, c, handler, req, res, next, { request, body, isJSON
     return capture.held.send();
   }
   if (failure === null) return answer(res, c, newProblem(Code.InvalidRequest, 500, 'the executor answered without running or replaying'));
+  if (failure instanceof IdemInputError) {
+    // A scope the module cannot even be given (a principal that is not
+    // well-formed): the client's, as Go's 400 for a scope out of the rules.
+    return writeProblem(res, newProblem(Code.InvalidRequest, 400, failure.message));
+  }
+  if (!client.signal.aborted && !(failure instanceof FlowError)) throw failure; // not the client's, not the store's: the application's error handling
   return answer(res, c, refusal(failure, request.fingerprint, client.signal.aborted), failure);
 }
 
 // runHandler is the action: the handler on its own signal, with what it
 // wrote held, and its outcome for the executor.
-async function runHandler(c, handler, req, res, capture, { leaseSignal, attempt, body, isJSON }) {
+async function runHandler(c, handler, req, res, capture, { leaseSignal, attempt, body, isJSON, next }) {
   const held = new Capture(res, c.replayed, c.responseBytesMax);
   capture.held = held;
   const execution = new AbortController();
@@ -259,18 +304,36 @@ async function runHandler(c, handler, req, res, capture, { leaseSignal, attempt,
   else req.body = body;
   let rejected;
   const failed = new Promise((resolve) => { rejected = resolve; });
+  let returned;
+  const handlerReturned = new Promise((resolve) => { returned = resolve; });
+  // next() (or next('route')) passes the request on, as in Express: the
+  // response whoever answers it writes is held the same. next(err) is a
+  // failure of the handler.
+  const nextOfHandler = (err) => {
+    if (err === undefined || err === null || err === 'route' || err === 'router') return next(err);
+    return rejected({ err });
+  };
+  let gaveUp = null;
   try {
-    const nextOfHandler = (err) => { if (err !== undefined && err !== 'route' && err !== 'router') rejected({ err }); };
     Promise.resolve()
       .then(() => handler(req, res, nextOfHandler))
-      .catch((err) => rejected({ err }));
-    const outcome = await Promise.race([held.ended.then(() => null), failed, abortOf(signal)]);
+      .then(() => returned(), (err) => rejected({ err }));
+    // A signal's abort does not end the wait: the handler may still answer
+    // (NotExecuted, a response), as Go's handler returns after its context
+    // ends. It is waited for until it has returned without answering, or
+    // for ABORTED_HANDLER_WAIT_MS.
+    const abandoned = abortOf(signal).then((outcome) => new Promise((resolve) => {
+      gaveUp = setTimeout(() => resolve(outcome), ABORTED_HANDLER_WAIT_MS);
+      handlerReturned.then(() => setImmediate(() => resolve(outcome)));
+    }));
+    const outcome = await Promise.race([held.ended.then(() => null), failed, abandoned]);
     if (outcome !== null) {
       capture.failure = outcome.err;
       throw outcome.err instanceof Error ? outcome.err : new Error(String(outcome.err));
     }
   } finally {
     clearTimeout(timer);
+    clearTimeout(gaveUp);
   }
   const mark = req[ATTEMPT];
   if (mark.unknown !== null) throw mark.unknown;
@@ -287,7 +350,7 @@ const abortOf = (signal) => new Promise((resolve) => {
 
 // refusal is the problem for do's error when the handler did not run.
 function refusal(err, fp, clientGone) {
-  if (clientGone || !(err instanceof FlowError)) {
+  if (clientGone) {
     const p = newProblem(Code.RequestCancelled, 503, 'the request was cancelled before it ran: nothing was executed');
     p.retryAfterSeconds = 1;
     return p;

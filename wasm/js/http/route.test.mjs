@@ -200,3 +200,137 @@ test('a route that cannot be served is refused when it is built', () => {
   assert.throws(() => newRoute(executor, fingerprints, { useCase: 'u', anonymous: true, exclude: ['no-slash'] }), /pointer/i);
   assert.throws(() => newRoute(executor, fingerprints, { useCase: 'u', anonymous: true })(null), TypeError);
 });
+
+test('the held response is a copy of each write: a handler that reuses its buffer is answered and replayed what it wrote', async () => {
+  const protect = setup();
+  const s = await serve(protect((req, res) => {
+    const buf = Buffer.alloc(6);
+    res.setHeader('Content-Type', 'text/plain');
+    for (const line of ['line1\n', 'line2\n', 'line3\n']) { buf.write(line); res.write(buf); }
+    res.end();
+  }));
+  try {
+    const key = newKey();
+    assert.equal(await (await post(s.url, key)).text(), 'line1\nline2\nline3\n');
+    const replay = await post(s.url, key);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(await replay.text(), 'line1\nline2\nline3\n');
+  } finally { await s.close(); }
+});
+
+test("an outer middleware's wrappers of writeHead and end run, on the first answer and on a replay", async () => {
+  const protect = setup();
+  const app = express();
+  app.use((req, res, next) => { // as on-headers does (express-session, morgan)
+    const writeHead = res.writeHead;
+    res.writeHead = function wrapped(...args) { this.setHeader('X-Outer', 'seen'); return writeHead.apply(this, args); };
+    next();
+  });
+  app.post('/orders', protect((req, res) => res.status(201).send('made')));
+  const s = await serve(app);
+  try {
+    const key = newKey();
+    assert.equal((await post(s.url, key)).headers.get('x-outer'), 'seen');
+    assert.equal((await post(s.url, key)).headers.get('x-outer'), 'seen');
+  } finally { await s.close(); }
+});
+
+test('a response over the policy\'s limit goes to its client whole, unheld, and the key is left unknown', async () => {
+  const protect = setup({ policy: { responseBytesMax: 1000 } });
+  const big = 'x'.repeat(300_000);
+  const s = await serve(protect((req, res) => { res.setHeader('Content-Type', 'text/plain'); res.write(big.slice(0, 500)); res.write(big.slice(500)); res.end(); }));
+  try {
+    const key = newKey();
+    const first = await post(s.url, key);
+    assert.equal(first.status, 200);
+    assert.equal((await first.text()).length, big.length);
+    // Its client has it all before the outcome is written: a retry at once may find the key in progress.
+    let code;
+    for (let i = 0; i < 50 && (code === undefined || code === 'in_progress'); i++) {
+      if (i > 0) await sleep(20);
+      const retry = await post(s.url, key);
+      assert.equal(retry.status, 409);
+      code = (await retry.json()).code;
+    }
+    assert.equal(code, 'outcome_unknown');
+  } finally { await s.close(); }
+});
+
+test('writeHead with a reason and repeated headers: both headers go out and are stored', async () => {
+  const protect = setup({ route: { replayHeaders: ['Set-Cookie'] } });
+  const s = await serve(protect((req, res) => { res.writeHead(201, 'Payment Made', ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']); res.end('ok'); }));
+  try {
+    const key = newKey();
+    const first = await post(s.url, key);
+    assert.equal(first.status, 201);
+    assert.deepEqual(first.headers.getSetCookie(), ['a=1', 'b=2']);
+    assert.deepEqual((await post(s.url, key)).headers.getSetCookie(), ['a=1', 'b=2']);
+  } finally { await s.close(); }
+});
+
+test("a handler that learns after its timeout that nothing happened frees its key (NotExecuted is honoured after the signal's abort)", async () => {
+  const protect = setup({ route: { executionTimeoutMs: 50 } });
+  let runs = 0;
+  const s = await serve(protect(async (req, res) => {
+    runs++;
+    const { signal } = attemptOf(req);
+    if (runs === 1) {
+      await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+      notExecuted(req, new Error('refused before sending'));
+      res.statusCode = 503;
+      res.end('nothing was charged');
+      return;
+    }
+    res.statusCode = 201;
+    res.end('charged');
+  }));
+  try {
+    const key = newKey();
+    const first = await post(s.url, key);
+    assert.equal(first.status, 503);
+    assert.equal(await first.text(), 'nothing was charged');
+    const retry = await post(s.url, key);
+    assert.equal(retry.status, 201, 'the key was freed: the retry ran');
+    assert.equal(runs, 2);
+  } finally { await s.close(); }
+});
+
+test("next() and next('route') pass the request on, as in Express; what answers it is held and stored", async () => {
+  const protect = setup();
+  const app = express();
+  app.post('/orders', protect((req, res, next) => next('route')), () => { throw new Error('not reached: next("route") skips the rest of the route'); });
+  app.post('/orders', (req, res) => res.status(202).send('the next route'));
+  const s = await serve(app);
+  try {
+    const key = newKey();
+    const first = await post(s.url, key);
+    assert.equal(first.status, 202);
+    assert.equal(await first.text(), 'the next route');
+    const replay = await post(s.url, key);
+    assert.equal(replay.status, 202);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+  } finally { await s.close(); }
+});
+
+test('scope values the module cannot take are the client\'s 400, and a tenant extractor that gives no string too', async () => {
+  const s1 = await serve(setup({ route: { anonymous: undefined, principal: () => 'bad\ud800' } })((req, res) => res.end()));
+  const s2 = await serve(setup({ route: { tenant: () => undefined } })((req, res) => res.end()));
+  try {
+    const a = await post(s1.url, newKey());
+    assert.equal(a.status, 400);
+    assert.equal((await a.json()).code, 'invalid_request');
+    const b = await post(s2.url, newKey());
+    assert.equal(b.status, 400);
+    assert.match((await b.json()).detail, /^tenant: /);
+  } finally { await s1.close(); await s2.close(); }
+});
+
+test('a route is refused at start-up for a challenge or a use case that would fail every request, and a timeout Node cannot keep', () => {
+  const executor = createExecutor({ core, store: createMemoryStore(core), policy: policyDefault() });
+  for (const rt of [
+    { useCase: 'u', principal: () => 'p', authChallenge: 'Bearer realm="x"\r\nX-Injected: 1' },
+    { useCase: 'u'.repeat(300), anonymous: true },
+    { useCase: 'café', anonymous: true },
+    { useCase: 'u', anonymous: true, executionTimeoutMs: 30 * 24 * 3600 * 1000 },
+  ]) assert.throws(() => newRoute(executor, fingerprints, rt), TypeError, JSON.stringify(rt).slice(0, 80));
+});

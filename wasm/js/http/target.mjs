@@ -31,7 +31,48 @@ function hashFields(parts) {
 }
 
 /** The fingerprint of a body that is not JSON: its use case, media type (mediaTypeOf's spelling) and bytes. */
-export const rawFingerprint = (useCase, mediaType, body) => hashFields([RAW_DOMAIN_TAG, Buffer.from(useCase, 'latin1'), mediaType, body]);
+export const rawFingerprint = (useCase, mediaType, body) => hashFields([RAW_DOMAIN_TAG, Buffer.from(useCase, 'utf8'), mediaType, body]);
+
+// Go's url.shouldEscape for a path: what escape writes as %XX.
+const pathKeeps = (c) => /[A-Za-z0-9\-_.~$&+,/:;=@]/.test(c);
+// url.validEncoded for a path: a target Go keeps as it was sent.
+const validEncoded = (p) => [...p].every((c) => "!$&'()*+,;=:@[]%".includes(c) || pathKeeps(c));
+const hex2 = (b) => '%' + b.toString(16).toUpperCase().padStart(2, '0');
+
+// unescapePath is url.unescape of a path (latin1 in, latin1 out), or null
+// for a malformed escape (Go's server refuses such a request with 400).
+function unescapePath(p) {
+  let out = '';
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] !== '%') { out += p[i]; continue; }
+    const h = p.slice(i + 1, i + 3);
+    if (!/^[0-9A-Fa-f]{2}$/.test(h)) return null;
+    out += String.fromCharCode(parseInt(h, 16));
+    i += 2;
+  }
+  return out;
+}
+
+/**
+ * The request target as Go's r.URL.RequestURI() writes it, from the target
+ * Node received (latin1): the absolute form's path and query, and a path
+ * that is not a valid escaped form escaped as url.EscapedPath does; the
+ * query as sent.
+ */
+export function goRequestURI(raw) {
+  if (raw === '*') return raw;
+  let rest = raw;
+  const absolute = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?]*/.exec(rest);
+  if (absolute) rest = rest.slice(absolute[0].length);
+  const q = rest.indexOf('?');
+  let path = q >= 0 ? rest.slice(0, q) : rest;
+  const query = q >= 0 ? rest.slice(q) : '';
+  if (!validEncoded(path)) {
+    const unescaped = unescapePath(path);
+    if (unescaped !== null) path = [...unescaped].map((c) => (pathKeeps(c) ? c : hex2(c.charCodeAt(0)))).join('');
+  }
+  return (path === '' ? '/' : path) + query;
+}
 
 // partTag is one byte of a part: FNV-1a (32 bits), folded.
 function partTag(part) {

@@ -133,22 +133,16 @@ async function main() {
     const a = server.address();
     console.log(`payments: listening on ${a.address}:${a.port} (store ${values.store})`);
   });
-  // Requests under way finish (and record their outcome) before the
-  // connections close and the store with them.
-  let active = 0;
-  let stopping = false;
-  server.on('request', (req, res) => {
-    active++;
-    res.once('close', () => { if (--active === 0 && stopping) server.closeAllConnections(); });
-  });
+  // Requests under way finish (and record their outcome, even for a client
+  // that has gone) before the connections close and the store with them.
   const stop = () => {
-    stopping = true;
-    server.close(async () => {
+    server.close();
+    idem.drain().then(async () => {
+      server.closeAllConnections();
       await idem.store.close?.(); // its LISTEN connection
       await pool?.end();
       console.log('payments: stopped');
     });
-    if (active === 0) server.closeAllConnections();
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
