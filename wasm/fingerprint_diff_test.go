@@ -118,13 +118,14 @@ func sameFPError(got, want error) bool {
 }
 
 // TestFingerprintJCSVectors: every vector of ../shared/jcs (input/*.json,
-// the RFC 8785 examples and more) canonicalizes in the module to its
+// the RFC 8785 examples and more; the repository's copy in
+// fingerprint/testdata/jcs) canonicalizes in the module to its
 // output/*.json byte for byte, as natively.
 func TestFingerprintJCSVectors(t *testing.T) {
 	m := newFPModule(t)
-	inputs, err := filepath.Glob("../../shared/jcs/input/*.json")
+	inputs, err := filepath.Glob("../fingerprint/testdata/jcs/input/*.json")
 	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no vectors in ../../shared/jcs/input (%v)", err)
+		t.Fatalf("no vectors in ../fingerprint/testdata/jcs/input (%v)", err)
 	}
 	for _, in := range inputs {
 		name := filepath.Base(in)

@@ -16,9 +16,10 @@ import {
 } from './fingerprint.mjs';
 
 // IDEM_REPO_ROOT: the repository, when this package runs from a copy (the
-// mutant harness's); ../shared is beside it.
+// mutant harness's). The vectors are ../shared/jcs's, as the repository
+// keeps them (fingerprint/testdata/jcs).
 const root = process.env.IDEM_REPO_ROOT ? pathToFileURL(`${process.env.IDEM_REPO_ROOT}/`) : new URL('../../', import.meta.url);
-const jcs = new URL('../shared/jcs/', root);
+const jcs = new URL('fingerprint/testdata/jcs/', root);
 const fixture = JSON.parse(await readFile(new URL('./testdata/fingerprints.json', import.meta.url), 'utf8'));
 const dts = await readFile(new URL('./fingerprint.d.ts', import.meta.url), 'utf8');
 const fp = await loadFingerprint();
