@@ -363,15 +363,10 @@ func compareFlowErrors(native, module error) string {
 	return ""
 }
 
-// TestFlowOutOfStepPanic: a panic reported out of step (while the flow
-// asks for its reserve) ends the flow as any report out of step does, and
-// the answer carries no panic to raise: no action ran.
-func TestFlowOutOfStepPanic(t *testing.T) {
-	h := testHost(t)
-	rawAnswers = true
-	defer func() { rawAnswers = false }()
+// beginBoth begins req natively and in the module, under the default policy.
+func beginBoth(t *testing.T, h *Host, req flow.Request) (*flow.Flow, *Flow) {
+	t.Helper()
 	cfg := flow.Config{Policy: core.PolicyDefault()}
-	req := flow.Request{Scope: genScope, Fingerprint: genFPs[1]}
 	native := cfg
 	if err := native.Fill(); err != nil {
 		t.Fatal(err)
@@ -384,6 +379,17 @@ func TestFlowOutOfStepPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nf, wf
+}
+
+// TestFlowOutOfStepPanic: a panic reported out of step (while the flow
+// asks for its reserve) ends the flow as any report out of step does, and
+// the answer carries no panic to raise: no action ran.
+func TestFlowOutOfStepPanic(t *testing.T) {
+	h := testHost(t)
+	rawAnswers = true
+	defer func() { rawAnswers = false }()
+	nf, wf := beginBoth(t, h, flow.Request{Scope: genScope, Fingerprint: genFPs[1]})
 	defer wf.Close()
 	panicked := &flow.PanicError{Value: "boom"}
 	nf.Ran(core.Response{}, panicked)
@@ -404,21 +410,8 @@ func TestFlowKeyMisuseCarriesStored(t *testing.T) {
 	h := testHost(t)
 	rawAnswers = true
 	defer func() { rawAnswers = false }()
-	cfg := flow.Config{Policy: core.PolicyDefault()}
-	native := cfg
-	if err := native.Fill(); err != nil {
-		t.Fatal(err)
-	}
 	for _, stored := range append(genFPs, core.Fingerprint{0: 0xff, 31: 0x01}) {
-		req := flow.Request{Scope: genScope, Fingerprint: genFPs[1]}
-		nf, err := native.Begin(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wf, err := h.BeginFlow(cfg, req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		nf, wf := beginBoth(t, h, flow.Request{Scope: genScope, Fingerprint: genFPs[1]})
 		a := store.Applied{Before: core.StatusCompleted}
 		a.Record.Scope, a.Record.Status, a.Record.Fingerprint, a.Record.Token, a.Record.Version = genScope, core.StatusCompleted, stored, 7, 3
 		a.Transition.Decision.Kind = core.DecisionMismatch
@@ -427,7 +420,7 @@ func TestFlowKeyMisuseCarriesStored(t *testing.T) {
 		if d := compareFlows(nf, wf); d != "" {
 			t.Fatal(d)
 		}
-		_, err = wf.Result()
+		_, err := wf.Result()
 		var m *flow.KeyMisuseError
 		if !errors.As(err, &m) || m.Stored != stored {
 			t.Fatalf("stored %x: the module's answer %v (%+v), want a key misuse carrying it", stored, err, m)

@@ -10,7 +10,9 @@
 // loadFingerprint; after that every call is synchronous.
 
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { _abi } from './idem.mjs';
+
+const { wasiClass } = _abi; // node:wasi, without its ExperimentalWarning
 
 /** The layout version this host speaks (ABI.md, "The fingerprint module"). */
 export const FINGERPRINT_ABI_VERSION = 1;
@@ -333,26 +335,4 @@ function show(v) {
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return `${typeof v} ${String(v)}`;
   if (typeof v === 'object') return `a ${v.constructor?.name ?? 'object'}`;
   return `a ${typeof v}`;
-}
-
-// wasiClass is idem.mjs's (which does not export it): node:wasi emits an
-// ExperimentalWarning when it is first loaded (Node 20); process.emitWarning
-// is wrapped for the synchronous require alone, and drops only that one
-// warning. Whichever of the two modules loads node:wasi first hides it.
-let WASIClass = null;
-function wasiClass() {
-  if (WASIClass !== null) return WASIClass;
-  const emit = process.emitWarning;
-  process.emitWarning = function emitWarningButWASI(warning, ...rest) {
-    const type = typeof rest[0] === 'string' ? rest[0] : rest[0]?.type;
-    const message = typeof warning === 'string' ? warning : warning?.message;
-    if (type === 'ExperimentalWarning' && typeof message === 'string' && message.startsWith('WASI is an experimental feature')) return;
-    return Reflect.apply(emit, this, [warning, ...rest]);
-  };
-  try {
-    WASIClass = createRequire(import.meta.url)('node:wasi').WASI;
-  } finally {
-    process.emitWarning = emit;
-  }
-  return WASIClass;
 }

@@ -557,4 +557,4 @@ export async function load(options = {}) {
  * Internal to this package: the ABI's codec, for flow.mjs (not part of the
  * API: its shape follows ABI.md, and changes with it).
  */
-export const _abi = Object.freeze({ Writer, Reader, object, zeroResponse, responseFields, refusal, NANOS, WANT });
+export const _abi = Object.freeze({ Writer, Reader, object, zeroResponse, responseFields, refusal, NANOS, WANT, wasiClass });

@@ -29,7 +29,7 @@ const responseOf = (r) => ({
 });
 
 /** Runs scenario sc on store; throws at the first difference. */
-export async function runScenario(store, sc, run) {
+async function runScenario(store, sc, run) {
   const policy = { ...policyDefault(), fail: sc.failMode ?? 0 };
   const key = `${run}-${sc.name.replaceAll(' ', '-')}`;
   const scopes = [

@@ -29,6 +29,7 @@ export class Capture {
     this.status = 0;
     this.sent = false;
     this.over = false;
+    this.bodyMax = responseBytesMax;
     this.overStored = null;
     this.done = false;
     this.ended = new Promise((resolve) => { this.resolveEnded = resolve; });
@@ -81,11 +82,13 @@ export class Capture {
     res.writeEarlyHints = function writeEarlyHintsHeld(hints, callback) { if (callback) process.nextTick(callback); };
   }
 
-  // header notes the status the handler chose (the first final one).
+  // header notes the status the handler chose (the first final one), and
+  // as Go's capture does then, the room its stored headers leave the body.
   header(code) {
     if (this.status === 0 && code >= 200) {
       this.status = code;
       this.res.statusCode = code;
+      this.bodyMax = this.responseBytesMax - storedBytes(this.storedHeaders());
     }
   }
 
@@ -95,7 +98,7 @@ export class Capture {
     const b = typeof chunk === 'string' ? Buffer.from(chunk, encoding ?? 'utf8') : Buffer.from(Uint8Array.prototype.slice.call(chunk));
     this.chunks.push(b);
     this.size += b.length;
-    if (this.size + storedBytes(this.storedHeaders()) > this.responseBytesMax) this.overflow();
+    if (this.size > this.bodyMax) this.overflow();
   }
 
   // overflow sends what is held and lets the rest through: the response

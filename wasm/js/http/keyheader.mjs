@@ -85,6 +85,8 @@ const isLower = (c) => c >= 'a' && c <= 'z';
 const isAlpha = (c) => isLower(c) || (c >= 'A' && c <= 'Z');
 const isLowerHex = (c) => isDigit(c) || (c >= 'a' && c <= 'f');
 export const isTchar = (c) => isAlpha(c) || isDigit(c) || "!#$%&'*+-.^_`|~".includes(c);
+/** An RFC 9110 token (a field name, a method, a media type's part). */
+export const validToken = (s) => typeof s === 'string' && s !== '' && [...s].every(isTchar);
 
 function skipParameters(s) {
   while (s !== '' && s[0] === ';') {

@@ -3,12 +3,11 @@
 // of a media type that the raw fingerprint hashes (Go's
 // mime.ParseMediaType then FormatMediaType).
 
-import { isTchar } from './keyheader.mjs';
+import { isTchar, validToken } from './keyheader.mjs';
 import { goQuote, goText } from './goformat.mjs';
 
 export const MEDIA_TYPES_DEFAULT = Object.freeze(['application/json', '*/*+json']);
 
-const validToken = (s) => s !== '' && [...s].every(isTchar);
 const eqFold = (a, b) => a.toLowerCase() === b.toLowerCase();
 
 /** A route's media ranges: { ranges, list (for a 415's detail), accept (its Accept header, '' if none can be said) }. */

@@ -12,7 +12,7 @@
 
 import { NotExecutedError, FlowError } from '../flow.mjs';
 import { IdemInputError } from '../idem.mjs';
-import { keyOf, missingKey, validateKey, KeyError, isTchar } from './keyheader.mjs';
+import { keyOf, missingKey, validateKey, KeyError, validToken } from './keyheader.mjs';
 import { mediaRanges, bodyMediaType, mediaTypeOf, noContentTypeError } from './mediatype.mjs';
 import { Code, newProblem, problemOf, writeProblem } from './problem.mjs';
 import { rawFingerprint, requestFingerprint, describeMismatch, goRequestURI } from './target.mjs';
@@ -53,7 +53,6 @@ function validChallenge(s) {
 }
 
 const canonical = (name) => name.toLowerCase().replace(/(^|-)([a-z])/g, (_, dash, c) => dash + c.toUpperCase());
-const validToken = (s) => typeof s === 'string' && s !== '' && [...s].every(isTchar);
 
 /**
  * The middleware of one route (a use case) over executor (createExecutor's)
@@ -254,7 +253,7 @@ async function run(executor, c, handler, req, res, next, { request, body, isJSON
   let started = false;
   const onClose = () => { if (!started && !res.writableFinished) client.abort(new Error(CLIENT_GONE)); };
   res.once('close', onClose);
-  const capture = { held: null, ran: false, failure: undefined, unknown: null, notExecuted: null };
+  const capture = { held: null, ran: false, failure: undefined };
   const action = async ({ signal: leaseSignal, attempt }) => {
     if (client.signal.aborted) throw new NotExecutedError(CLIENT_GONE);
     started = true;
