@@ -5,16 +5,67 @@ import (
 	"sync"
 )
 
-// MetricsMem keeps counts in memory: for tests, the simulator and small
-// deployments that export them by hand.
+// MetricsMem keeps counts, and a Summary of each histogram, in memory: for
+// tests and small deployments that export them by hand.
 type MetricsMem struct {
-	mu    sync.Mutex
-	byLbl map[labelled]uint64
+	mu     sync.Mutex
+	byLbl  map[labelled]uint64
+	byHist map[histogrammed]Summary
 }
 
 type labelled struct {
 	c Counter
 	l Labels
+}
+
+type histogrammed struct {
+	h Histogram
+	l Labels
+}
+
+// Summary is what MetricsMem keeps of a histogram's values for one label
+// set.
+type Summary struct {
+	Count    uint64
+	Sum      float64
+	Min, Max float64
+}
+
+// Record adds v to h's summary for l (MetricsMem is a Distributions).
+func (m *MetricsMem) Record(h Histogram, l Labels, v float64) {
+	if !h.Valid() {
+		return
+	}
+	m.mu.Lock()
+	if m.byHist == nil {
+		m.byHist = map[histogrammed]Summary{}
+	}
+	k := histogrammed{h, l}
+	s := m.byHist[k]
+	if s.Count == 0 || v < s.Min {
+		s.Min = v
+	}
+	if s.Count == 0 || v > s.Max {
+		s.Max = v
+	}
+	s.Count++
+	s.Sum += v
+	m.byHist[k] = s
+	m.mu.Unlock()
+}
+
+// Summary is h's summary for exactly the labels l.
+func (m *MetricsMem) Summary(h Histogram, l Labels) Summary {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byHist[histogrammed{h, l}]
+}
+
+// HistogramLabels lists every label set recorded for h, sorted.
+func (m *MetricsMem) HistogramLabels(h Histogram) []Labels {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return labelsOf(m.byHist, func(k histogrammed) (Labels, bool) { return k.l, k.h == h })
 }
 
 // Add counts n for c and l.
@@ -54,12 +105,23 @@ func (m *MetricsMem) Count(c Counter, l Labels) uint64 {
 func (m *MetricsMem) Labels(c Counter) []Labels {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return labelsOf(m.byLbl, func(k labelled) (Labels, bool) { return k.l, k.c == c })
+}
+
+// labelsOf lists, sorted, the labels of the keys of m that of says are
+// its.
+func labelsOf[K comparable, V any](m map[K]V, of func(K) (Labels, bool)) []Labels {
 	var ls []Labels
-	for k := range m.byLbl {
-		if k.c == c {
-			ls = append(ls, k.l)
+	for k := range m {
+		if l, ok := of(k); ok {
+			ls = append(ls, l)
 		}
 	}
+	sortLabels(ls)
+	return ls
+}
+
+func sortLabels(ls []Labels) {
 	sort.Slice(ls, func(i, j int) bool {
 		if ls[i].UseCase != ls[j].UseCase {
 			return ls[i].UseCase < ls[j].UseCase
@@ -69,5 +131,4 @@ func (m *MetricsMem) Labels(c Counter) []Labels {
 		}
 		return ls[i].Decision < ls[j].Decision
 	})
-	return ls
 }

@@ -27,6 +27,9 @@ type (
 	Labels     = flow.Labels
 	Metrics    = flow.Metrics
 	MetricsNop = flow.MetricsNop
+	// A Metrics that also implements Distributions gets the histograms.
+	Histogram     = flow.Histogram
+	Distributions = flow.Distributions
 )
 
 // What a Flow asks of its host (Effect.Kind).
@@ -89,6 +92,14 @@ const (
 	CounterReconcileFailed    = flow.CounterReconcileFailed
 	CounterWorkerError        = flow.CounterWorkerError
 	CounterStoreRejected      = flow.CounterStoreRejected
+)
+
+// The histograms beside them (see flow.Histogram for what each measures).
+const (
+	HistogramAttemptDuration   = flow.HistogramAttemptDuration
+	HistogramInFlightWait      = flow.HistogramInFlightWait
+	HistogramReconcileDuration = flow.HistogramReconcileDuration
+	HistogramResponseSize      = flow.HistogramResponseSize
 )
 
 // NotExecuted wraps err to say the action definitely did nothing: the key

@@ -255,8 +255,22 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 		if slices.Contains(counted, a.Transition.Decision.Kind) {
 			n++
 		}
+		if a.Transition.Decision.Kind == core.DecisionResolved {
+			recordSettled(w.metrics, rec, ev.Kind, &a)
+		}
 	}
 	return n, errs.err()
+}
+
+// recordSettled records the histograms of a reconciler's write that
+// settled rec: how long after its attempt's lease ended, and the size of
+// the response it stored (an executed finding's).
+func recordSettled(m Metrics, rec *Record, ev core.EventKind, a *store.Applied) {
+	l := Labels{UseCase: rec.Scope.UseCase, Event: ev.String(), Decision: a.Transition.Decision.Kind.String()}
+	flow.Record(m, HistogramReconcileDuration, l, max(a.Now.Sub(rec.LockedUntil), 0).Seconds())
+	if a.Record.Status == core.StatusCompleted {
+		flow.Record(m, HistogramResponseSize, l, float64(len(a.Record.Response.Body)))
+	}
 }
 
 // refusedFinding is the code to reschedule a record with when err refused

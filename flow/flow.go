@@ -109,10 +109,12 @@ type Flow struct {
 	eff      Effect        // what Next returns
 	deadline time.Time     // end of the in-flight wait on the store's clock, once started
 	waited   time.Duration // time the host reports having waited
-	// ran: the flow got past its reserve (an attempt ran, or waited), so
-	// that a Flow used again has more than the reserve's fields to clear.
-	ran      bool
-	held     core.Record // the attempt's record from its reserve (Effect.Held)
+	// ran: the flow got past its reserve (an attempt ran, or met another
+	// one's), so that a Flow used again has more than the reserve's
+	// fields to clear.
+	ran        bool
+	held       core.Record // the attempt's record from its reserve (Effect.Held)
+	reservedAt time.Time   // the store's time at the attempt's reserve
 	response Response    // what the action returned
 	actErr   error       // the action's error
 	finalErr error       // the error to return once the outcome is recorded
@@ -206,6 +208,9 @@ func (f *Flow) Applied(a *store.Applied, err error) {
 		if err == nil && a.Transition.Decision.Kind == core.DecisionReplay {
 			// The hot path (a retry of a settled key), in place: a Result
 			// is large.
+			if f.ran {
+				f.waitEnded(core.DecisionReplay)
+			}
 			replayed(a, &f.result)
 			f.err = nil
 			f.end()
@@ -251,9 +256,12 @@ func (f *Flow) reserved(a *store.Applied, err error) {
 		return
 	}
 	d := a.Transition.Decision
+	if f.ran && d.Kind != core.DecisionInFlight {
+		f.waitEnded(d.Kind)
+	}
 	switch d.Kind {
 	case core.DecisionExecute:
-		f.state, f.ran, f.held = flowRun, true, a.Record
+		f.state, f.ran, f.held, f.reservedAt = flowRun, true, a.Record, a.Now
 		f.eff.Kind = EffectRun
 		f.eff.Attempt = Attempt{Scope: f.req.Scope, Token: d.Token, LockedUntil: a.Record.LockedUntil, policy: &f.cfg.Policy, metrics: f.cfg.Metrics,
 			leaseLeft: a.Record.LockedUntil.Sub(a.Now)}
@@ -278,17 +286,31 @@ func replayed(a *store.Applied, r *Result) {
 
 func (f *Flow) inFlight(a *store.Applied, d core.Decision) {
 	if f.deadline.IsZero() {
-		f.deadline = a.Now.Add(f.cfg.Policy.InFlightWait)
+		// ran, whether it waits or not: a Flow used again must not keep
+		// this request's deadline (BeginIn clears only a reserve's fields
+		// otherwise), or its next request's wait would end at once.
+		f.deadline, f.ran = a.Now.Add(f.cfg.Policy.InFlightWait), true
 	}
 	// Whichever clock says less is left wins: the store's (skew between
 	// hosts does not matter) or the host's own (a store clock that does
 	// not move, as a test's, must not make the wait endless).
 	if remaining := min(f.deadline.Sub(a.Now), f.cfg.Policy.InFlightWait-f.waited); remaining > 0 {
-		f.state, f.ran = flowWait, true
+		f.state = flowWait
 		f.eff.Kind, f.eff.Version, f.eff.Token, f.eff.Wait = EffectWait, a.Record.Version, a.Record.Token, remaining
 		return
 	}
+	f.waitEnded(core.DecisionInFlight)
 	f.finish(Result{}, f.inProgress(nil, d.RetryAfter))
+}
+
+// waitEnded records the in-flight wait of a flow that met another attempt
+// on its key, once the reserve after it decided d (in_flight: the wait ran
+// out).
+func (f *Flow) waitEnded(d core.DecisionKind) {
+	if counting(f.cfg.Metrics) && !f.deadline.IsZero() {
+		l := Labels{UseCase: f.req.Scope.UseCase, Event: core.EventReserve.String(), Decision: d.String()}
+		Record(f.cfg.Metrics, HistogramInFlightWait, l, seconds(f.waited))
+	}
 }
 
 // inProgress is the answer while another attempt holds the key: 409, or
@@ -361,6 +383,9 @@ func unknownCode(err error) ErrorCode {
 func (f *Flow) recorded(a *store.Applied, err error) {
 	kind := f.eff.Event.Kind
 	outcome := kind == core.EventComplete || kind == core.EventFail
+	if err == nil && counting(f.cfg.Metrics) {
+		recordOutcome(f.cfg.Metrics, f.req.Scope.UseCase, kind, f.reservedAt, a)
+	}
 	switch {
 	case err != nil && store.BadInput(err) && kind == core.EventComplete:
 		// The core refused the response (not valid HTTP, or too large): it
