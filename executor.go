@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -21,6 +22,10 @@ type Action func(ctx context.Context, a Attempt) (Response, error)
 type Executor struct {
 	store store.Store
 	cfg   flow.Config // what each request's Flow is begun under
+	// What observes each Do (observe.go): none by default.
+	tracer        Tracer
+	log           *slog.Logger
+	keyHashSecret []byte
 }
 
 // Option configures an Executor.
@@ -116,17 +121,24 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 	// action's panic again, not in a defer: a deferred call is a tenth of
 	// a replay. (A store that panics leaves its scratch to the collector.)
 	s := scratchPool.Get().(*doScratch)
+	h := doHost{e: e, ctx: ctx, s: s, observing: e.tracer != nil || e.log != nil}
+	if h.observing {
+		h.ctx = e.startObserving(ctx, s, &req.Scope)
+	}
 	f := &s.flow
 	if err := e.BeginIn(f, req); err != nil {
+		if h.observing {
+			e.endObserving(h.ctx, &req.Scope, &s.obs, Result{}, err)
+		}
 		putScratch(s)
 		return Result{}, err
 	}
-	h := doHost{e: e, ctx: ctx, s: s}
 	for {
 		switch eff := f.Next(); eff.Kind {
 		case EffectApply:
 			h.apply(f, eff, &req.Scope)
 		case EffectRun:
+			s.obs.token = eff.Attempt.Token
 			resp, err := h.run(f, &req.Scope, action)
 			f.Ran(resp, err)
 		case EffectWait:
@@ -134,6 +146,9 @@ func (e *Executor) Do(ctx context.Context, req Request, action Action) (Result, 
 		case EffectAnswer:
 			r, err := f.Result()
 			p := eff.Panic
+			if h.observing {
+				e.endObserving(h.ctx, &req.Scope, &s.obs, r, err)
+			}
 			putScratch(s)
 			if p != nil {
 				panic(p) // recorded as unknown; now the caller's to handle
@@ -156,9 +171,10 @@ var hostEpoch = time.Now()
 // context and its pooled scratch. (The request's scope is passed to each
 // call apart: held here, it would go to the heap with the context.)
 type doHost struct {
-	e   *Executor
-	ctx context.Context
-	s   *doScratch
+	e         *Executor
+	ctx       context.Context
+	s         *doScratch
+	observing bool // a tracer or a logger: s.obs is kept
 }
 
 // apply performs an EffectApply and reports it: on the caller's context, or
@@ -183,6 +199,9 @@ func (h *doHost) apply(f *Flow, eff *Effect, scope *Scope) {
 	} else {
 		err = store.Apply(ctx, h.e.store, *scope, eff.Event, &h.e.cfg.Policy, a)
 	}
+	if h.observing {
+		h.observeApply(eff, a, err)
+	}
 	if err != nil && !eff.Detached && h.ctx.Err() != nil {
 		f.Gone(h.ctx.Err()) // gone while it was under way: nothing ran, and the store did not fail
 		return
@@ -199,6 +218,7 @@ type doScratch struct {
 	applied store.Applied
 	sent    time.Duration // since hostEpoch
 	outcome *outcomeCtx
+	obs     observed // kept only while a tracer or a logger observes
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(doScratch) }}
@@ -228,6 +248,9 @@ func (h *doHost) wait(f *Flow, eff *Effect, scope *Scope) {
 	ctx, cancel := context.WithTimeout(h.ctx, eff.Wait)
 	_ = h.e.store.Wait(ctx, *scope, eff.Version, eff.Token) // woken, timed out, or spurious: the flow loads again
 	cancel()
+	if h.observing {
+		h.s.obs.storeCall(StoreCall{Method: store.MethodWait, Elapsed: time.Since(start)}, false)
+	}
 	if err := h.ctx.Err(); err != nil {
 		f.Gone(err)
 		return

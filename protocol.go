@@ -108,3 +108,6 @@ func NotExecuted(err error) error { return flow.NotExecuted(err) }
 
 // Counters lists every counter, in a stable order.
 func Counters() []Counter { return flow.Counters() }
+
+// Histograms lists every histogram, in a stable order.
+func Histograms() []Histogram { return flow.Histograms() }

@@ -58,13 +58,17 @@ func WithErrorHandler(f func(error)) WorkerOption {
 	}
 }
 
-// WithLogger logs Run's errors to l instead of slog.Default.
+// WithLogger logs to l instead of the executor's logger
+// (WithExecutorLogger), or slog.Default if it has none: at WARN a failed
+// run (unless WithErrorHandler takes the errors) and a record the
+// reconciler gave up on, left for an operator; at DEBUG each record a
+// run handled.
 func WithLogger(l *slog.Logger) WorkerOption {
 	return func(w *worker) error {
 		if l == nil {
 			return errors.New("idem: nil logger")
 		}
-		w.onError = logTo(l, w.kind)
+		w.log, w.onError = l, logTo(l, w.kind)
 		return nil
 	}
 }
@@ -78,17 +82,23 @@ func logTo(l *slog.Logger, kind store.DueKind) func(error) {
 // worker is what a Sweeper and a Reconciler share: the executor's store,
 // policy and metrics, checked once by New, and how a run reports errors.
 type worker struct {
-	store   store.Store
-	policy  *Policy
-	metrics Metrics
-	kind    store.DueKind
-	batch   int
-	onError func(error)
+	store         store.Store
+	policy        *Policy
+	metrics       Metrics
+	kind          store.DueKind
+	batch         int
+	onError       func(error)
+	log           *slog.Logger
+	keyHashSecret []byte // the executor's (WithKeyHashSecret)
 }
 
 func (e *Executor) newWorker(kind store.DueKind, opts []WorkerOption) (worker, error) {
-	w := worker{store: e.store, policy: &e.cfg.Policy, metrics: e.cfg.Metrics, kind: kind, batch: 100}
-	w.onError = logTo(slog.Default(), kind)
+	w := worker{store: e.store, policy: &e.cfg.Policy, metrics: e.cfg.Metrics, kind: kind, batch: 100,
+		log: e.log, keyHashSecret: e.keyHashSecret}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	w.onError = logTo(w.log, kind)
 	for _, o := range opts {
 		if err := o(&w); err != nil {
 			return worker{}, err
@@ -258,6 +268,7 @@ func (w *worker) forDueOnce(ctx context.Context, eventFor func(*Record) core.Eve
 		if a.Transition.Decision.Kind == core.DecisionResolved {
 			recordSettled(w.metrics, rec, ev.Kind, &a)
 		}
+		w.logApplied(ctx, rec, &a)
 	}
 	return n, errs.err()
 }

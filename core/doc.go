@@ -77,8 +77,12 @@
 //   - method: one of a store's methods (store.Method), the one list of store
 //     calls: what an op does next, what a history records, what a store
 //     error names.
-//   - labels: a counter's dimensions, use case, event and decision (never a
-//     key, principal or tenant).
+//   - labels: a counter's or a histogram's dimensions, use case, event and
+//     decision (never a key, principal or tenant).
+//   - answer: how Executor.Do answered, as one bounded name (idem.Answer):
+//     executed, replayed, or an idem.Code; what a span and a log line say.
+//   - key hash: a keyed hash of a scope (idem.KeyHash), the only trace of a
+//     key an operator may opt into in logs and spans.
 //   - ending: how a checked call ended (linearizability.Ending): ok,
 //     conflict, failed, or indeterminate (its effect is unknown, as Jepsen
 //     says). A report is what a linearizability check returns.

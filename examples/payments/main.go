@@ -58,6 +58,8 @@ type options struct {
 	pgSchema       string
 	gatewayDelay   time.Duration
 	workerInterval time.Duration
+	metricsAddr    string // "" : no metrics endpoint
+	otlpEndpoint   string // "" : no traces exported
 }
 
 func main() {
@@ -90,6 +92,8 @@ func flagSet(o *options, errOut io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.pgSchema, "pg-schema", "", "PostgreSQL schema of the records table (default: the first of search_path), for -store pg")
 	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
 	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve OpenTelemetry metrics for Prometheus at http://ADDR/metrics (default: none)")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export a trace span per request over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default: none)")
 	return fs
 }
 
@@ -133,10 +137,22 @@ func run(ctx context.Context, o options, gw *Gateway, logTo io.Writer, ready cha
 		return err
 	}
 	defer closeStore()
-	a, err := newApp(st, gw, logger)
+	tel, err := newTelemetry(ctx, o, logger)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tel.close(flushCtx); err != nil {
+			logger.Warn("payments: telemetry not flushed", "error", err)
+		}
+	}()
+	a, err := newApp(st, gw, logger, tel.options...)
+	if err != nil {
+		return err
+	}
+	a.metrics = tel.metrics
 	return a.serve(ctx, o, logger, ready)
 }
 
@@ -146,15 +162,17 @@ type app struct {
 	mux        *http.ServeMux
 	sweeper    *idem.Sweeper
 	reconciler *idem.Reconciler
+	metrics    http.Handler // served on -metrics-addr, if set
 }
 
 // newApp builds the executor, the protected routes and the workers
 // over st: what the README shows a new user.
-func newApp(st store.Store, gw *Gateway, logger *slog.Logger) (*app, error) {
+func newApp(st store.Store, gw *Gateway, logger *slog.Logger, observe ...idem.Option) (*app, error) {
 	// README:begin
 	// One executor for the whole process, built at start-up: every request
 	// must meet the same store, or the same key would be charged twice.
-	ex, err := idem.New(st)
+	// observe: its logger, and metrics and traces when asked (telemetry.go).
+	ex, err := idem.New(st, observe...)
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +216,12 @@ func (a *app) serve(ctx context.Context, o options, logger *slog.Logger, ready c
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := a.serveMetrics(o.metricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	srv := &http.Server{
 		Handler:           authenticate(a.mux),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -470,7 +470,7 @@ func TestReadmeExampleIsThisProgram(t *testing.T) {
 	if !strings.Contains(want, "idem.New(") || !bytes.Equal(m[1], []byte(want)) {
 		t.Fatalf("README's example differs from examples/payments/main.go between the README markers:\nREADME:\n%s\nmain.go:\n%s", m[1], want)
 	}
-	if marked(strings.Replace(string(src), "idem.New(st)", "idem.New(st) ", 1)) == string(m[1]) {
+	if marked(strings.Replace(string(src), "idem.New(st, ", "idem.New( st, ", 1)) == string(m[1]) {
 		t.Fatal("the comparison does not see a changed line")
 	}
 	// The README states the key length the core enforces.
