@@ -115,10 +115,10 @@ type Flow struct {
 	ran        bool
 	held       core.Record // the attempt's record from its reserve (Effect.Held)
 	reservedAt time.Time   // the store's time at the attempt's reserve
-	response Response    // what the action returned
-	actErr   error       // the action's error
-	finalErr error       // the error to return once the outcome is recorded
-	panicked any         // what the action panicked with
+	response   Response    // what the action returned
+	actErr     error       // the action's error
+	finalErr   error       // the error to return once the outcome is recorded
+	panicked   any         // what the action panicked with
 
 	result Result
 	err    error
