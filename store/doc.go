@@ -13,6 +13,9 @@
 //     record changes).
 //   - Applier is the optional fast path of a store that can load, step and
 //     write under one lock. Apply uses it when the store has it.
+//   - Lister is the optional interface of a store an operator can read
+//     whole (cmd/idemctl): records by status, oldest first, paged, and
+//     counts. Nothing on a request's path uses it.
 //   - Apply is the load-step-write loop of core's caller contract: load, call
 //     core.Step, write under its precondition, and on a lost race load again.
 //     Op is the same loop one store call at a time, for hosts that decide when
