@@ -3,7 +3,7 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/idemkit/idem/core"
@@ -85,11 +85,13 @@ func (q *ListQuery) Matches(r *core.Record) bool {
 
 // Validate refuses a query no store can answer.
 func (q *ListQuery) Validate() error {
+	// No fmt: this package is linked into the wasm module, which must
+	// stay small (wasm/module_test.go).
 	switch {
 	case q.Limit < 1 || q.Limit > ListLimitMax:
-		return fmt.Errorf("idem/store: list: limit %d is not within 1 to %d", q.Limit, ListLimitMax)
+		return errors.New("idem/store: list: limit " + strconv.Itoa(q.Limit) + " is not within 1 to " + strconv.Itoa(ListLimitMax))
 	case q.Status != core.StatusAbsent && !q.Status.Valid():
-		return fmt.Errorf("idem/store: list: status %d is not a record's status", q.Status)
+		return errors.New("idem/store: list: status " + strconv.Itoa(int(q.Status)) + " is not a record's status")
 	case q.Abandoned && q.Status != core.StatusAbsent && q.Status != core.StatusUnknown:
 		return errors.New("idem/store: list: only unknown records are abandoned")
 	}
