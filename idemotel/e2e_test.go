@@ -106,7 +106,9 @@ func (w *world) run(t *testing.T) {
 	if _, err := w.ex.Do(ctx, req(keyDone, "b"), charge); !errors.Is(err, idem.ErrKeyMisuse) {
 		t.Fatalf("mismatch: %v", err)
 	}
-	timeout := func(context.Context, idem.Attempt) (idem.Response, error) { return idem.Response{}, errors.New("gateway timeout") }
+	timeout := func(context.Context, idem.Attempt) (idem.Response, error) {
+		return idem.Response{}, errors.New("gateway timeout")
+	}
 	if _, err := w.ex.Do(ctx, req(keyLost, "c"), timeout); !errors.Is(err, idem.ErrOutcomeUnknown) {
 		t.Fatalf("unknown: %v", err)
 	}
@@ -150,4 +152,3 @@ func noIdentity(t *testing.T, where, text string) {
 		}
 	}
 }
-
