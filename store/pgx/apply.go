@@ -22,8 +22,9 @@ import (
 // steps again at the database's time and checks the row it got back against
 // that step, field by field; any difference is a driver bug (an error, never
 // a silent success). Only events whose step uses the time as a value, never
-// in a comparison, are templated (reserve of an absent record, complete,
-// fail, mark unknown): the two steps then decide the same as any other.
+// in a comparison, are templated (store.TimeAsValue: reserve of an absent
+// record, complete, fail, mark unknown): the two steps then decide the same
+// as any other.
 var templateT = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const templateShift = 1000*time.Hour + 7*time.Microsecond
@@ -36,17 +37,6 @@ type template struct {
 	rec core.Record
 	tr  core.Transition
 	w   write
-}
-
-// templated reports whether ev's step depends on its time only as a value.
-func templated(ev *core.Event, before *core.Record) bool {
-	switch ev.Kind {
-	case core.EventReserve:
-		return !before.Exists()
-	case core.EventComplete, core.EventFail, core.EventMarkUnknown:
-		return before.Exists()
-	}
-	return false
 }
 
 // newTemplate fills t; ok is false when the step cannot be expressed as one
@@ -215,7 +205,7 @@ func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p 
 		return err
 	}
 	before := *held // out may be the caller's held record
-	if templated(&ev, &before) {
+	if store.TimeAsValue(&ev, &before) {
 		var t template
 		ok, err := newTemplate(&t, &before, ev, p)
 		if err != nil && !store.DriverBug(err) {

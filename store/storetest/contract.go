@@ -32,6 +32,7 @@ func runContract(t *testing.T, newStore func(*testing.T) store.Store, cfg *confi
 	t.Run("reinsert-after-delete", c.reinsertAfterDelete)
 	t.Run("scopes-sharing-a-key", c.scopesSharingAKey)
 	t.Run("tokens-across-scopes", c.tokensAcrossScopes)
+	t.Run("tokens-concurrently", c.tokensConcurrently)
 	t.Run("reserve-tokens", c.reserveTokens)
 	t.Run("deletes-keep-the-others", c.deletesKeepTheOthers)
 	t.Run("records-are-copies", c.recordsAreCopies)

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,5 +70,63 @@ func (c *contract) tokensAcrossScopes(t *testing.T) {
 				wantOK(t, "insert", s.Insert(ctx, &rec))
 			}
 		}
+	}
+}
+
+// tokensConcurrently: fresh tokens never repeat when the reads of many
+// scopes run at once, in rounds started together: a store that hands out
+// tokens per part (a counter per shard, node or hash slot) must keep the
+// parts' tokens apart even at the same instant, which reads made one after
+// another (tokens-across-scopes) never show. Meanwhile records are
+// inserted and deleted, and each scope's tokens keep growing.
+func (c *contract) tokensConcurrently(t *testing.T) {
+	s := c.newStore(t)
+	const goroutines, rounds, scopesEach = 8, 96, 16
+	var mu sync.Mutex
+	seen := make(map[core.Token]core.Scope)
+	var problems []string
+	problem := func(format string, args ...any) {
+		mu.Lock()
+		problems = append(problems, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	goAll(goroutines, func(g int, round func()) {
+		ctx := context.Background()
+		last := make(map[core.Scope]core.Token)
+		for r := range rounds {
+			round()
+			sc := c.scope(t, g*scopesEach+r%scopesEach)
+			snap, err := s.Load(ctx, sc)
+			if err != nil {
+				problem("load %s: %v", sc, err)
+				return
+			}
+			mu.Lock()
+			other, dup := seen[snap.FreshToken]
+			seen[snap.FreshToken] = sc
+			mu.Unlock()
+			switch {
+			case dup:
+				problem("fresh token %d handed out for %s and again for %s", snap.FreshToken, other, sc)
+			case snap.FreshToken <= last[sc]:
+				problem("%s: fresh token %d after %d", sc, snap.FreshToken, last[sc])
+			}
+			last[sc] = snap.FreshToken
+			if rec := snap.Record; rec.Exists() && r%3 == 0 {
+				err = s.Delete(ctx, sc, rec.Version, rec.Token)
+			} else if !rec.Exists() && r%2 == 0 {
+				rec := sample(sc, snap.Now, snap.FreshToken, 1)
+				err = s.Insert(ctx, &rec)
+			}
+			if err != nil {
+				problem("%s: %v", sc, err)
+			}
+		}
+	})
+	for i, p := range problems {
+		if i == 5 {
+			t.Fatalf("... and %d more", len(problems)-i)
+		}
+		t.Error(p)
 	}
 }

@@ -31,6 +31,7 @@
 // The suite is shown to catch broken drivers: broken_test.go and
 // planted_test.go plant one bug each, and suite_catches_test.go runs the
 // cases meant for each bug over its driver and requires them to fail (and
-// to pass without the bug). The package never imports a driver: store/mem
+// to pass without the bug): CatchPlanted, which a driver's tests use for
+// the bugs they plant in it. The package never imports a driver: store/mem
 // runs the suite from its own tests.
 package storetest

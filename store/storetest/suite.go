@@ -108,7 +108,8 @@ func WithVisualizationDir(dir string) Option { return func(c *config) { c.visual
 //
 //   - contract: functional tests of every Store method and its edge cases
 //     (insert of an existing scope, compare-and-set on a stale version or
-//     token, delete of a deleted record, fresh tokens after a delete, the
+//     token, delete of a deleted record, fresh tokens after a delete and
+//     across scopes read at once, the
 //     reserve's tokens above every one handed out before, Due in order and
 //     in batches and across its kinds, Wait, copies of responses, scopes
 //     sharing a key,
