@@ -55,6 +55,7 @@ type options struct {
 	addr           string
 	storeKind      string
 	dsn            string
+	redisAddrs     string // comma-separated: one server, or a cluster's nodes
 	pgSchema       string
 	gatewayDelay   time.Duration
 	workerInterval time.Duration
@@ -87,8 +88,9 @@ func flagSet(o *options, errOut io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("payments", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
-	fs.StringVar(&o.storeKind, "store", "mem", "idempotency store: mem, or pg (PostgreSQL, with -dsn)")
+	fs.StringVar(&o.storeKind, "store", "mem", "idempotency store: mem, pg (PostgreSQL, with -dsn) or redis (with -redis)")
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string, for -store pg")
+	fs.StringVar(&o.redisAddrs, "redis", "", "Redis address host:port, or a cluster's nodes comma-separated, for -store redis")
 	fs.StringVar(&o.pgSchema, "pg-schema", "", "PostgreSQL schema of the records table (default: the first of search_path), for -store pg")
 	fs.DurationVar(&o.gatewayDelay, "gateway-delay", 0, "how long each gateway charge takes")
 	fs.DurationVar(&o.workerInterval, "worker-interval", time.Second, "how often the sweeper and the reconciler run")
@@ -123,8 +125,10 @@ func openStore(ctx context.Context, o options) (s store.Store, closeStore func()
 			return nil, nil, err
 		}
 		return ps, func() { ps.Close(); pool.Close() }, nil
+	case "redis":
+		return openRedis(ctx, o.redisAddrs)
 	}
-	return nil, nil, fmt.Errorf("-store %q: want mem or pg", o.storeKind)
+	return nil, nil, fmt.Errorf("-store %q: want mem, pg or redis", o.storeKind)
 }
 
 // run serves payments charged through gw until ctx is done, then stops the

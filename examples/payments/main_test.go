@@ -429,9 +429,11 @@ func TestFlags(t *testing.T) {
 
 func TestStoreFlag(t *testing.T) {
 	for o, want := range map[options]string{
-		{storeKind: "pg", dsn: "::not a dsn"}: "-dsn",
-		{storeKind: "pg"}:                     "needs -dsn",
-		{storeKind: "mongodb"}:                "want mem or pg",
+		{storeKind: "pg", dsn: "::not a dsn"}:           "-dsn",
+		{storeKind: "pg"}:                               "needs -dsn",
+		{storeKind: "mongodb"}:                          "want mem, pg or redis",
+		{storeKind: "redis"}:                            "needs -redis",
+		{storeKind: "redis", redisAddrs: "127.0.0.1:1"}: "redisstore",
 	} {
 		o.addr = "127.0.0.1:0"
 		if err := run(context.Background(), o, NewGateway(0), io.Discard, nil); err == nil || !strings.Contains(err.Error(), want) {
