@@ -165,6 +165,10 @@ type Config struct {
 	// byte for byte the same. StepName names it in the run's description.
 	Step     core.StepFunc
 	StepName string
+	// LiveStore names, in simrun's flags, the store a live run keeps its
+	// world in (RunLiveOn): "-store redis -redis 127.0.0.1:6379", say.
+	// Empty for the memory store. The description and the command print it.
+	LiveStore string
 }
 
 // drawLifecycle is base with the tunables drawn from r.

@@ -14,7 +14,8 @@ import (
 // cannot store, the core refuses before anything runs"). Under
 // FaultBadInput the world has one send what the executor refused, and bad
 // error codes, straight to the store, whose Step must reject them and
-// write nothing. It steps the memory store directly: its probes are
+// write nothing. It steps the store directly (the memory store, or a
+// live run's own): its probes are
 // refused, or answered Stale, so they never change the world, and one
 // that were taken is a violation at once.
 
@@ -26,7 +27,7 @@ const foreignToken = core.Token(1<<64 - 1)
 // refused, for fp.
 func (w *world) foreignReserve(scope core.Scope, fp core.Fingerprint) {
 	var a store.Applied
-	err := store.Apply(context.Background(), w.mem, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, &w.policy, &a)
+	err := store.Apply(context.Background(), w.store.inner, scope, core.Event{Kind: core.EventReserve, Fingerprint: fp}, &w.policy, &a)
 	w.check.foreignAnswered(-1, core.EventReserve, scope.Key, "", err)
 }
 
@@ -42,7 +43,7 @@ func (w *world) foreignCode(i int32) {
 		ev.Verdict = core.VerdictStillUnknown
 	}
 	var a store.Applied
-	err := store.Apply(context.Background(), w.mem, w.scopes[i], ev, &w.policy, &a)
+	err := store.Apply(context.Background(), w.store.inner, w.scopes[i], ev, &w.policy, &a)
 	w.check.foreignAnswered(i, ev.Kind, "", code, err)
 }
 

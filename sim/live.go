@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -26,12 +27,29 @@ const LiveScale = 20
 // divided by LiveScale. A run is not reproducible by its seed, as the
 // goroutines interleave as the scheduler decides: the seed draws the faults,
 // the policy and the workload.
-func RunLive(cfg Config) (*Report, error) {
+func RunLive(cfg Config) (*Report, error) { return RunLiveOn(cfg, nil) }
+
+// RunLiveOn is RunLive over the store open returns for the seed (nil: the
+// memory store), on the store's own clock (see shiftedStore). The store's
+// latency is its own, on top of the simulated one.
+func RunLiveOn(cfg Config, open OpenLiveStore) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	scaled := cfg.scaled(LiveScale)
 	l := newLive(scaled)
+	if open != nil {
+		s, closeStore, err := open(cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("sim: live store: %w", err)
+		}
+		defer closeStore()
+		shifted, err := newShiftedStore(s, l.now)
+		if err != nil {
+			return nil, fmt.Errorf("sim: live store: %w", err)
+		}
+		l.w.store.inner = shifted
+	}
 	l.run()
 	return &l.w.report, nil
 }
@@ -348,12 +366,13 @@ func (l *live) settledLocked() bool {
 
 // RunLiveSeeds is RunLive for n consecutive seeds from cfg.Seed, one after
 // the other (each is many goroutines already).
-func RunLiveSeeds(cfg Config, n int, progress func(done int)) ([]*Report, error) {
+// Over open's stores when open is not nil (RunLiveOn).
+func RunLiveSeeds(cfg Config, n int, open OpenLiveStore, progress func(done int)) ([]*Report, error) {
 	var reports []*Report
 	for i := range n {
 		c := cfg
 		c.Seed = cfg.Seed + uint64(i)
-		r, err := RunLive(c)
+		r, err := RunLiveOn(c, open)
 		if err != nil {
 			return nil, err
 		}

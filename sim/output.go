@@ -35,6 +35,9 @@ func (c *Config) Command() string {
 	if c.StepName == "wasm" {
 		b.WriteString(" -wasm-core")
 	}
+	if c.LiveStore != "" {
+		b.WriteString(" -live " + c.LiveStore)
+	}
 	return b.String()
 }
 
@@ -53,7 +56,11 @@ func (c *Config) Describe() string {
 		b.WriteString("\nlifecycle:  " + describePolicy(p))
 	}
 	fmt.Fprintf(&b, "\nnetwork:    latency=%v..%v one way", c.NetLatencyMin, c.NetLatencyMax)
-	fmt.Fprintf(&b, "\nstore:      memstore, latency=%v..%v per call, path=%v", c.StoreLatencyMin, c.StoreLatencyMax, c.StorePath)
+	storeName := "memstore"
+	if c.LiveStore != "" {
+		storeName = "live " + c.LiveStore + " (its own latency on top)"
+	}
+	fmt.Fprintf(&b, "\nstore:      %s, latency=%v..%v per call, path=%v", storeName, c.StoreLatencyMin, c.StoreLatencyMax, c.StorePath)
 	fmt.Fprintf(&b, "\ngateway:    latency=%v..%v timeout=%v idempotent=%t", c.GatewayLatencyMin, c.GatewayLatencyMax, c.GatewayTimeout, c.GatewayIdempotent)
 	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffMax)
 	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)

@@ -39,6 +39,10 @@ type flags struct {
 	faults, baseline, storePath, swarm string
 	asJSON, verbose, live, wasmCore    bool
 	tracePath, htmlPath                string
+	storeKind, redisAddrs              string
+	// openLive opens a live run's store (-store redis); nil for the memory store.
+	openLive  sim.OpenLiveStore
+	closeLive func()
 }
 
 // printedError is an error the flag package has already printed, with the
@@ -74,6 +78,8 @@ func parse(args []string, stderr io.Writer) (*flags, error) {
 	fs.IntVar(&f.workers, "workers", 0, "goroutines running seeds (default: one per CPU)")
 	fs.BoolVar(&f.wasmCore, "wasm-core", false, "step every event through the core compiled to wasm (package wasmcore, under wazero) instead of the native one: the output must be the same, byte for byte")
 	fs.BoolVar(&f.live, "live", false, "run the workload in real time through the executor's own Do (durations divided by 20), one seed after the other, with the same checkers; not reproducible by seed")
+	fs.StringVar(&f.storeKind, "store", "mem", "the store: mem (the memory store, embedded) or redis (a Redis server's, with -redis; -live only)")
+	fs.StringVar(&f.redisAddrs, "redis", "", "the Redis server host:port, or a cluster's nodes comma-separated, for -store redis (each seed uses keys of its own, removed at its end)")
 	if err := fs.Parse(args); err != nil {
 		return nil, printedError{err}
 	}
@@ -119,12 +125,35 @@ func (f *flags) configure(stderr io.Writer) error {
 		}
 		cfg.Step, cfg.StepName = host.Step, "wasm"
 	}
+	if err := f.configureStore(); err != nil {
+		return err
+	}
 	cfg.Seed = f.seed
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()>>1 + 1
 		fmt.Fprintf(stderr, "simrun: random seed %d\n", cfg.Seed)
 	}
 	return cfg.Validate()
+}
+
+// configureStore opens the store -store names.
+func (f *flags) configureStore() error {
+	switch f.storeKind {
+	case "mem":
+		return nil
+	case "redis":
+		if !f.live {
+			return errors.New("-store redis: a Redis store runs on real time: add -live")
+		}
+		open, closeLive, err := openRedis(f.redisAddrs)
+		if err != nil {
+			return err
+		}
+		f.openLive, f.closeLive = open, closeLive
+		f.cfg.LiveStore = "-store redis -redis " + f.redisAddrs
+		return nil
+	}
+	return fmt.Errorf("-store %q: want mem or redis", f.storeKind)
 }
 
 // run is simrun: 0 when every invariant held, 1 when one broke, 2 for bad flags.
@@ -142,10 +171,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "simrun: %v\n", err)
 		return 2
 	}
+	if f.closeLive != nil {
+		defer f.closeLive()
+	}
 	prog := newProgress(stderr, f.seeds)
 	var reports []*sim.Report
 	if f.live {
-		reports, err = sim.RunLiveSeeds(f.cfg, f.seeds, prog.update) // one seed at a time: a live run is real time
+		reports, err = sim.RunLiveSeeds(f.cfg, f.seeds, f.openLive, prog.update) // one seed at a time: a live run is real time
 	} else {
 		reports, err = sim.RunSeeds(f.cfg, f.seeds, f.workers, prog.update)
 	}

@@ -17,13 +17,8 @@ func openRedis(ctx context.Context, addrs string) (store.Store, func(), error) {
 	if addrs == "" {
 		return nil, nil, errors.New("-store redis needs -redis")
 	}
-	nodes := strings.Split(addrs, ",")
-	var client redis.UniversalClient
-	if len(nodes) == 1 {
-		client = redis.NewClient(&redis.Options{Addr: nodes[0]})
-	} else {
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: nodes})
-	}
+	// One address is a server, several a cluster's nodes (go-redis decides).
+	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addrs, ",")})
 	rs, err := redisstore.New(ctx, client, redisstore.Options{Prefix: "payments"})
 	if err != nil {
 		client.Close()

@@ -1,48 +1,19 @@
 package main
 
 import (
-	"net"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-)
 
-// redisServer starts a redis-server of the test's own on a free loopback
-// port (nothing on disk, no eviction) and stops it at the test's end.
-func redisServer(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server is not installed: %v", err)
-	}
-	addr := freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--maxmemory-policy", "noeviction", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not start", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	"github.com/idemkit/idem/internal/redisserver"
+)
 
 // TestPaymentsOnRedis: -store redis charges once, replays byte for byte,
 // and a service started again on the same server replays what the first
 // one stored.
 func TestPaymentsOnRedis(t *testing.T) {
-	addr := redisServer(t)
+	addr := redisserver.Start(t)
 	body := `{"customerId":"c-1","amountCents":1250,"currency":"EUR"}`
 	first := startService(t, options{storeKind: "redis", redisAddrs: addr})
 	a := first.pay("alice", key, body)
