@@ -16,6 +16,9 @@
 //   - Lister is the optional interface of a store an operator can read
 //     whole (cmd/idemctl): records by status, oldest first, paged, and
 //     counts. Nothing on a request's path uses it.
+//   - Auditor is the optional interface of a store that keeps the audit
+//     trail of records an operator settled by hand (who, why, when),
+//     written exactly when the core's event wrote.
 //   - Apply is the load-step-write loop of core's caller contract: load, call
 //     core.Step, write under its precondition, and on a lost race load again.
 //     Op is the same loop one store call at a time, for hosts that decide when

@@ -12,7 +12,7 @@ import (
 // command registers its flags on fs and returns what it does.
 type command func(fs *flag.FlagSet) func(ctx context.Context, s operatorStore, p *printer) error
 
-var commands = map[string]command{"list": list, "show": show, "stats": stats}
+var commands = map[string]command{"list": list, "show": show, "stats": stats, "resolve": resolve}
 
 // list prints a page of records, oldest first, and the cursor of the next.
 func list(fs *flag.FlagSet) func(context.Context, operatorStore, *printer) error {
@@ -55,10 +55,7 @@ func list(fs *flag.FlagSet) func(context.Context, operatorStore, *printer) error
 // -body.
 func show(fs *flag.FlagSet) func(context.Context, operatorStore, *printer) error {
 	var sc core.Scope
-	fs.StringVar(&sc.Tenant, "tenant", "", "the scope's tenant (may be empty)")
-	fs.StringVar(&sc.Principal, "principal", "", "the scope's principal")
-	fs.StringVar(&sc.UseCase, "use-case", "", "the scope's use case")
-	fs.StringVar(&sc.Key, "key", "", "the idempotency key")
+	scopeFlags(fs, &sc)
 	body := fs.Bool("body", false, "show the stored response's headers and body (they may hold personal data)")
 	return func(ctx context.Context, s operatorStore, p *printer) error {
 		if err := sc.Validate(core.KeyBytesMax); err != nil {
@@ -68,11 +65,25 @@ func show(fs *flag.FlagSet) func(context.Context, operatorStore, *printer) error
 		if err != nil {
 			return err
 		}
-		if !snap.Record.Exists() {
+		var trail []store.Audit
+		if au, ok := s.(store.Auditor); ok {
+			if trail, err = au.Audits(ctx, sc); err != nil {
+				return err
+			}
+		}
+		if !snap.Record.Exists() && len(trail) == 0 {
 			return fmt.Errorf("no record for %s", sc)
 		}
-		return p.show(&snap.Record, *body)
+		return p.show(&snap.Record, *body, trail)
 	}
+}
+
+// scopeFlags registers the flags that name one scope.
+func scopeFlags(fs *flag.FlagSet, sc *core.Scope) {
+	fs.StringVar(&sc.Tenant, "tenant", "", "the scope's tenant (may be empty)")
+	fs.StringVar(&sc.Principal, "principal", "", "the scope's principal")
+	fs.StringVar(&sc.UseCase, "use-case", "", "the scope's use case")
+	fs.StringVar(&sc.Key, "key", "", "the idempotency key")
 }
 
 // stats prints the counts per status and each worker queue's backlog.

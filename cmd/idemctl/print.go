@@ -93,10 +93,14 @@ func (p *printer) list(recs []core.Record, next string) error {
 	return nil
 }
 
-func (p *printer) show(r *core.Record, body bool) error {
+// show prints a record, and its audit trail when the store keeps one.
+func (p *printer) show(r *core.Record, body bool, trail []store.Audit) error {
 	v := viewOf(r, body)
 	if p.json {
-		return p.encode(v)
+		return p.encode(struct {
+			recordView
+			Audits []auditView `json:"audits,omitempty"`
+		}{v, auditViews(trail)})
 	}
 	fields, err := json.Marshal(v)
 	if err != nil {
@@ -115,7 +119,10 @@ func (p *printer) show(r *core.Record, body bool) error {
 	for _, k := range keys {
 		fmt.Fprintf(tw, "%s\t%v\n", k, m[k])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return p.trail(auditViews(trail))
 }
 
 func (p *printer) stats(st *store.Stats) error {
@@ -192,4 +199,54 @@ func decodeCursor(s string) (*store.ListCursor, error) {
 		return nil, errors.New("not a cursor idemctl printed")
 	}
 	return &c, nil
+}
+
+// auditView is a settlement by hand as idemctl prints it.
+type auditView struct {
+	At       time.Time `json:"at"`
+	Who      string    `json:"who"`
+	Why      string    `json:"why"`
+	Event    string    `json:"event"`
+	Verdict  string    `json:"verdict"`
+	Decision string    `json:"decision"`
+	Token    uint64    `json:"token"`
+	Version  uint64    `json:"version"`
+}
+
+func auditViews(as []store.Audit) []auditView {
+	views := make([]auditView, len(as))
+	for i, a := range as {
+		views[i] = auditView{At: a.At.UTC(), Who: a.Who, Why: a.Why, Event: a.Event.String(), Verdict: a.Verdict.String(),
+			Decision: a.Decision.String(), Token: uint64(a.Token), Version: a.Version}
+	}
+	return views
+}
+
+// trail prints the audit trail under a record (table only: JSON has it in
+// the record's document).
+func (p *printer) trail(as []auditView) error {
+	if len(as) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(p.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nSETTLED BY HAND\tWHO\tVERDICT\tDECISION\tTOKEN\tVERSION\tWHY")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.At.Format(time.RFC3339Nano), a.Who, a.Verdict, a.Decision, a.Token, a.Version, a.Why)
+	}
+	return tw.Flush()
+}
+
+// resolved prints the record a resolve left, and the audit kept for it.
+func (p *printer) resolved(r *core.Record, a *store.Audit) error {
+	views := auditViews([]store.Audit{*a})
+	if p.json {
+		return p.encode(struct {
+			Record recordView `json:"record"`
+			Audit  auditView  `json:"audit"`
+		}{viewOf(r, false), views[0]})
+	}
+	if err := p.show(r, false, nil); err != nil {
+		return err
+	}
+	return p.trail(views)
 }

@@ -58,6 +58,7 @@ type Store struct {
 	// records counts the records of a bounded store only: one counter
 	// shared by every core would cost an unbounded store its scaling.
 	records atomic.Int64
+	audits  auditTrail // what operators settled by hand (audit.go)
 }
 
 var _ store.Store = (*Store)(nil)

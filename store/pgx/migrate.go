@@ -27,7 +27,7 @@ var Migrations embed.FS
 // SchemaVersion is the version of the schema this package needs: the number
 // of the last migration. Each migration records it in the table's comment,
 // so that New can tell a missing or old schema whoever migrated it.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // defaultTable is the table name the migration files use.
 const defaultTable = "idem_records"

@@ -14,27 +14,36 @@ import (
 	"github.com/idemkit/idem/core"
 )
 
-// migrateDown runs the down migration of version v on o's table, in one
-// transaction, as a migration tool would (with Migrate's names).
+// migrateDown runs the down migrations of o's table from its version to v
+// (v's included), newest first, in one transaction, as a migration tool
+// would (with Migrate's names).
 func migrateDown(ctx context.Context, db *testDB, o Options, v int) error {
 	n, err := o.names()
 	if err != nil {
 		return err
 	}
-	files, err := fs.Glob(Migrations, fmt.Sprintf("migrations/%04d_*.down.sql", v))
-	if err != nil || len(files) != 1 {
-		return fmt.Errorf("down migration %04d: %v %v", v, files, err)
-	}
-	sql, err := Migrations.ReadFile(files[0])
-	if err != nil {
-		return err
-	}
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		have, err := schemaVersion(ctx, tx, n)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+pgx.Identifier{n.schema}.Sanitize()); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, render(string(sql), n))
-		return err
+		for m := have; m >= v; m-- { // the newest first, all or nothing
+			files, err := fs.Glob(Migrations, fmt.Sprintf("migrations/%04d_*.down.sql", m))
+			if err != nil || len(files) != 1 {
+				return fmt.Errorf("down migration %04d: %v %v", m, files, err)
+			}
+			sql, err := Migrations.ReadFile(files[0])
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, render(string(sql), n)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -74,6 +74,7 @@ type names struct {
 	schema, table string
 	qualified     string // the table, quoted (and qualified when a schema is set)
 	sequence      string // the token sequence, quoted and qualified
+	audit         string // the audit trail's table (store.Auditor), quoted and qualified
 	channel       string // the LISTEN/NOTIFY channel
 }
 
@@ -99,7 +100,7 @@ func (o *Options) names() (*names, error) {
 		}
 		return pgx.Identifier{n.schema, name}.Sanitize()
 	}
-	n.qualified, n.sequence = id(n.table), id(n.table+"_token_seq")
+	n.qualified, n.sequence, n.audit = id(n.table), id(n.table+"_token_seq"), id(n.table+"_audit")
 	// A channel is an identifier too; a hash keeps it short and free of
 	// anything that would need quoting (pg_notify takes it as text).
 	n.channel = fmt.Sprintf("idem_%016x", hashStrings(n.schema, n.table))

@@ -272,3 +272,32 @@ func TestLifecycleModelCatchesBrokenDrivers(t *testing.T) {
 		})
 	}
 }
+
+// auditsEverything keeps an audit for every settlement it is asked for,
+// whether the event wrote or not (a stale token, a record in progress).
+type auditsEverything struct {
+	store.Store
+	trail []store.Audit
+}
+
+func (s *auditsEverything) ApplyAudited(ctx context.Context, ev core.Event, p *core.Policy, a *store.Audit, out *store.Applied) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	if err := store.Apply(ctx, s.Store, a.Scope, ev, p, out); err != nil {
+		return err
+	}
+	a.At, a.Version, a.Decision = out.Now, out.Record.Version, out.Transition.Decision.Kind
+	s.trail = append(s.trail, *a)
+	return nil
+}
+
+func (s *auditsEverything) Audits(_ context.Context, scope core.Scope) ([]store.Audit, error) {
+	var out []store.Audit
+	for _, a := range s.trail {
+		if a.Scope == scope {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}

@@ -14,7 +14,8 @@
 //		)
 //	}
 //
-// It runs functional contract tests of every Store method (with
+// It runs functional contract tests of every Store method, and of the
+// optional store.Lister and store.Auditor when the store has them (with
 // WithControlledClock, the lease, TTL and Due tests run on a clock the suite
 // moves; otherwise on the store's own clock with short leases and real
 // sleeps), then stress tests: goroutines on a few scopes through the raw

@@ -158,6 +158,7 @@ func RunStoreSuite(t *testing.T, newStore func(t *testing.T) store.Store, opts .
 		cfg.seed, EnvSeed, cfg.seed, cfg.histories, cfg.operations, cfg.goroutines, cfg.scopes)
 	t.Run("contract", func(t *testing.T) { runContract(t, newStore, &cfg) })
 	t.Run("lister", func(t *testing.T) { runLister(t, newStore, &cfg) })
+	t.Run("auditor", func(t *testing.T) { runAuditor(t, newStore, &cfg) })
 	t.Run("stress", func(t *testing.T) {
 		t.Run("store", func(t *testing.T) {
 			runHistories(t, &cfg, newStore(t), "store", 2, stressStore)

@@ -59,6 +59,8 @@ var plantedDrivers = []PlantedDriver{
 		overMem(func(s store.Store) store.Store { return limitZeroIsAll{s} }, true)},
 	{"apply-before-is-after", "contract/applier",
 		overMem(func(s store.Store) store.Store { return beforeIsAfter(s, true) }, true)},
+	{"audit-kept-for-a-stale-event", "auditor",
+		overMem(func(s store.Store) store.Store { return &auditsEverything{Store: s} }, false)},
 	{"lost-update", "stress/store",
 		overToy(func(s *toyStore) { s.casIgnoresVersion = true }, WithHistories(50))},
 	{"compare-and-set-accepts-newer-versions", "stress/store",

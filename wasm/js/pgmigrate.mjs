@@ -7,7 +7,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 
 /** The schema version these migrations bring a table to (pgxstore.SchemaVersion). */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 const MARK = 'idem schema version ';
 const NAME = /^(\d{4})_[a-z0-9_]+\.(up|down)\.sql$/;

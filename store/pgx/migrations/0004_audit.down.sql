@@ -1,0 +1,3 @@
+DROP TABLE idem_records_audit;
+
+COMMENT ON TABLE idem_records IS 'idem idempotency records; idem schema version 3';
