@@ -38,6 +38,9 @@ const (
 	DecisionNothingDue   // nothing to do yet
 	DecisionPruned       // a tombstone past its retention: deleted
 
+	// Answer to Evict (besides NotApplicable and Stale).
+	DecisionEvicted // a settled record (or a tombstone) removed by hand: its key is free
+
 	decisionCount
 )
 
@@ -47,6 +50,7 @@ var decisionNames = [decisionCount]string{
 	"completed", "acknowledged", "failed", "marked_unknown", "extended", "stale", "conflict",
 	"resolved", "rescheduled", "abandoned", "not_applicable",
 	"lease_expired", "expired", "nothing_due", "pruned",
+	"evicted",
 }
 
 func (k DecisionKind) String() string {

@@ -39,6 +39,9 @@
 //   - expire: the end of a settled record's TTL: soft (status expired) or
 //     hard (deleted), by policy. Never applies to in_progress or unknown.
 //   - sweep: the periodic event that enforces leases and TTLs.
+//   - evict: an operator's removal of a settled record or a tombstone by
+//     hand (EventEvict), fenced by its token; never of an in_progress or
+//     unknown record, whose outcome is not known.
 //   - tombstone: a soft-expired record: scope, fingerprint, token and times,
 //     its response dropped; pruned by a sweep after the policy's
 //     TombstoneRetention.
@@ -116,7 +119,8 @@
 //	+-----------+  (failed_retryable past TTL likewise)
 //
 // in_progress and unknown are never expired by a TTL. unknown is left only by
-// its owner (Complete, Fail) or by the reconciler (Resolve).
+// its owner (Complete, Fail) or by the reconciler (Resolve). An operator's
+// Evict makes a completed, failed_retryable or expired record absent.
 //
 // # The caller's contract
 //

@@ -16,10 +16,11 @@ const (
 	EventHeartbeat                    // the owner extends its lease
 	EventResolve                      // the reconciler settles an unknown record
 	EventSweep                        // time passed: leases and TTLs are enforced
+	EventEvict                        // an operator removes a settled record by hand
 	eventCount
 )
 
-var eventNames = [eventCount]string{"invalid", "reserve", "complete", "fail", "mark_unknown", "heartbeat", "resolve", "sweep"}
+var eventNames = [eventCount]string{"invalid", "reserve", "complete", "fail", "mark_unknown", "heartbeat", "resolve", "sweep", "evict"}
 
 func (k EventKind) String() string {
 	if k < eventCount {
@@ -58,6 +59,7 @@ func (o Verdict) String() string {
 //	Resolve      Now, Token (of the attempt the reconciler examined), Verdict, Response (if executed),
 //	             ErrorCode (if still unknown: why; kept as the record's last error)
 //	Sweep        Now
+//	Evict        Now, Token (the record's, as the operator read it)
 //
 // Fields that do not count for the kind are ignored.
 type Event struct {

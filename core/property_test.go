@@ -110,7 +110,7 @@ func (w *world) drawEvent(t source, s *scopeState) Event {
 		w.policy.LeaseDuration, w.policy.TTL, 3 * w.policy.TTL})
 	w.now = w.now.Add(step)
 	ev := Event{
-		Kind: EventKind(t.intRange("kind", int(EventReserve), int(EventSweep))),
+		Kind: EventKind(t.intRange("kind", int(EventReserve), int(EventEvict))),
 		Now:  w.now,
 	}
 	switch ev.Kind {
@@ -254,7 +254,7 @@ func checkStep(t source, s *scopeState, cur Record, ev Event, r stepped) {
 		}
 	}
 	// TTL never removes or expires in_progress or unknown; an expired lease never re-executes.
-	if (ev.Kind == EventSweep || ev.Kind == EventReserve) && (cur.Status == StatusInProgress || cur.Status == StatusUnknown) {
+	if (ev.Kind == EventSweep || ev.Kind == EventReserve || ev.Kind == EventEvict) && (cur.Status == StatusInProgress || cur.Status == StatusUnknown) {
 		if next.Status != StatusInProgress && next.Status != StatusUnknown {
 			t.Fatalf("%v took %s to %v", ev.Kind, cur.Describe(), next.Status)
 		}

@@ -57,7 +57,7 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 			return Transition{}, ErrFingerprintMissing
 		}
 		return reserve(rec, ev, p, now)
-	case EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve:
+	case EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve, EventEvict:
 		if ev.Token == 0 {
 			return Transition{}, refuse(ErrTokenMissing, "%v needs the token of the attempt it is about", ev.Kind)
 		}
@@ -80,6 +80,8 @@ func Step(rec *Record, ev *Event, p *Policy) (Transition, error) {
 		return resolve(rec, ev, p, now)
 	case EventSweep:
 		return sweep(rec, p, now), nil
+	case EventEvict:
+		return evict(rec, ev), nil
 	}
 	return Transition{}, refuse(ErrUnknownEvent, "%v", ev.Kind)
 }
@@ -94,7 +96,10 @@ func updated(rec *Record, version uint64, token Token, d Decision) Transition {
 	return Transition{Decision: d, Write: Write{Kind: WriteUpdate, ExpectVersion: version, ExpectToken: token}}
 }
 
-// removed answers d and makes rec absent.
+// removed answers d and makes rec absent. Not inlined: its record copy
+// is large, and one copy of it keeps the wasm module under its cap.
+//
+//go:noinline
 func removed(rec *Record, d Decision) Transition {
 	w := Write{Kind: WriteDelete, ExpectVersion: rec.Version, ExpectToken: rec.Token}
 	*rec = Record{Scope: rec.Scope}
@@ -350,4 +355,20 @@ func sweep(rec *Record, p *Policy, now time.Time) Transition {
 		}
 	}
 	return unchanged(Decision{Kind: DecisionNothingDue})
+}
+
+// evict removes a settled record by hand (an operator's), fenced by its
+// token: never one whose outcome is not known (in progress: an attempt may
+// still run; unknown: the side effect may have happened, which only
+// Resolve settles), so that an operator cannot free a key that could
+// execute twice.
+func evict(rec *Record, ev *Event) Transition {
+	switch rec.Status {
+	case StatusCompleted, StatusFailedRetryable, StatusExpired:
+		if !owns(rec, ev.Token) {
+			return stale
+		}
+		return removed(rec, Decision{Kind: DecisionEvicted})
+	}
+	return unchanged(Decision{Kind: DecisionNotApplicable})
 }

@@ -16,7 +16,7 @@ import (
 // KeyBytesMax, every other event to KeyBytesMax (a record created under a
 // laxer policy must still be swept and settled).
 func TestStepRefusesWhatIsNotAScope(t *testing.T) {
-	kinds := []EventKind{EventReserve, EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve, EventSweep}
+	kinds := []EventKind{EventReserve, EventComplete, EventFail, EventMarkUnknown, EventHeartbeat, EventResolve, EventSweep, EventEvict}
 	rapid.Check(t, func(t *rapid.T) {
 		scope := drawScope(t)
 		p := PolicyDefault()

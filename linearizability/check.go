@@ -150,7 +150,7 @@ func LifecycleOperations(h []LifecycleOperation, o ModelOptions) ([]porcupine.Op
 		if err := validateCommon(i, op.Client, op.Call, op.Return, op.Ended); err != nil {
 			return nil, err
 		}
-		if op.Event.Kind == core.EventInvalid || op.Event.Kind > core.EventSweep {
+		if op.Event.Kind == core.EventInvalid || op.Event.Kind > core.EventEvict {
 			return nil, fmt.Errorf("linearizability: operation %d: event %v", i, op.Event.Kind)
 		}
 		switch op.Ended {

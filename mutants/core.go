@@ -390,4 +390,19 @@ var coreMutants = []Mutant{
 		Desc:   "a failure from a token that is not the record's is accepted once the record's lease ran out (an in_progress record nobody swept yet): a late owner frees another attempt's key",
 		Breaks: "§5 owner events (a token that does not own the record is Stale); §6.4 fencing",
 	},
+	// ---- issue 26 §4: an operator's Evict ------------------------------
+	{
+		ID: "core-evict-unknown", File: "core/step.go",
+		Old:    "\tcase StatusCompleted, StatusFailedRetryable, StatusExpired:\n\t\tif !owns(rec, ev.Token) {",
+		New:    "\tcase StatusCompleted, StatusFailedRetryable, StatusExpired, StatusUnknown:\n\t\tif !owns(rec, ev.Token) {",
+		Desc:   "an operator's evict removes an unknown record: its key is free while the side effect may have happened",
+		Breaks: "§6.1 at most once (only Resolve settles unknown); core/doc.go evict",
+	},
+	{
+		ID: "core-evict-unfenced", File: "core/step.go",
+		Old:    "\t\tif !owns(rec, ev.Token) {\n\t\t\treturn stale\n\t\t}\n\t\treturn removed(rec, Decision{Kind: DecisionEvicted})",
+		New:    "\t\treturn removed(rec, Decision{Kind: DecisionEvicted})",
+		Desc:   "an evict removes whatever settled record the key holds now, not the one the operator examined",
+		Breaks: "§6.4 fencing",
+	},
 }

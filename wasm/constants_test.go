@@ -81,7 +81,7 @@ func TestConstantsFresh(t *testing.T) {
 		n    int
 		last string
 	}{
-		"Status": {6, "Expired"}, "EventKind": {8, "Sweep"}, "Verdict": {4, "StillUnknown"}, "DecisionKind": {21, "Pruned"},
+		"Status": {6, "Expired"}, "EventKind": {9, "Evict"}, "Verdict": {4, "StillUnknown"}, "DecisionKind": {22, "Evicted"},
 		"WriteKind": {4, "Delete"}, "InFlightAnswer": {2, "Accepted"}, "ExpiryMode": {2, "Hard"}, "FailMode": {2, "Evict"},
 	}
 	for name, w := range want {

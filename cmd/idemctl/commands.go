@@ -12,7 +12,7 @@ import (
 // command registers its flags on fs and returns what it does.
 type command func(fs *flag.FlagSet) func(ctx context.Context, s operatorStore, p *printer) error
 
-var commands = map[string]command{"list": list, "show": show, "stats": stats, "resolve": resolve}
+var commands = map[string]command{"list": list, "show": show, "stats": stats, "resolve": resolve, "evict": evict}
 
 // list prints a page of records, oldest first, and the cursor of the next.
 func list(fs *flag.FlagSet) func(context.Context, operatorStore, *printer) error {

@@ -2,17 +2,20 @@
 // the records in a state, oldest first, a page at a time (list), one
 // scope's record and its audit trail (show), the counts and the workers'
 // backlog (stats), as a table for people or JSON for scripts (-json); and
-// the settlement by hand of an unknown record (resolve), through the
-// core's Resolve event, fenced by the token of the attempt the operator
-// examined and audited (who, why, the store's time) in the store's trail.
-// Nothing goes around the core: it refuses to settle any record that is
-// not unknown, a record in progress above all.
+// the settlement by hand of an unknown record (resolve) and the removal of
+// a settled one (evict), through the core's Resolve and Evict events,
+// fenced by the token of the record the operator examined and audited
+// (who, why, the store's time) in the store's trail. Nothing goes around
+// the core: it refuses to settle any record that is not unknown, and to
+// evict one in progress or unknown.
 //
 //	idemctl -dsn postgres://... stats
 //	idemctl -dsn postgres://... list -status unknown -abandoned
 //	idemctl -dsn postgres://... show -principal alice -use-case payments.create -key KEY
 //	idemctl -dsn postgres://... resolve -principal alice -use-case payments.create -key KEY \
 //		-token 42 -verdict not_executed -who bob -why "PSP has no charge (OPS-1234)"
+//	idemctl -dsn postgres://... evict -principal alice -use-case payments.create -key KEY \
+//		-token 43 -who bob -why "erasure request (DPO-77)"
 package main
 
 import (
@@ -80,7 +83,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 func usage(fs *flag.FlagSet) {
-	fmt.Fprintln(fs.Output(), "usage: idemctl [-dsn DSN] [-pg-schema S] [-json] list|show|stats|resolve [flags]")
+	fmt.Fprintln(fs.Output(), "usage: idemctl [-dsn DSN] [-pg-schema S] [-json] list|show|stats|resolve|evict [flags]")
 	fs.PrintDefaults()
 }
 

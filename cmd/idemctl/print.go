@@ -207,7 +207,7 @@ type auditView struct {
 	Who      string    `json:"who"`
 	Why      string    `json:"why"`
 	Event    string    `json:"event"`
-	Verdict  string    `json:"verdict"`
+	Verdict  string    `json:"verdict,omitempty"`
 	Decision string    `json:"decision"`
 	Token    uint64    `json:"token"`
 	Version  uint64    `json:"version"`
@@ -216,8 +216,11 @@ type auditView struct {
 func auditViews(as []store.Audit) []auditView {
 	views := make([]auditView, len(as))
 	for i, a := range as {
-		views[i] = auditView{At: a.At.UTC(), Who: a.Who, Why: a.Why, Event: a.Event.String(), Verdict: a.Verdict.String(),
+		views[i] = auditView{At: a.At.UTC(), Who: a.Who, Why: a.Why, Event: a.Event.String(),
 			Decision: a.Decision.String(), Token: uint64(a.Token), Version: a.Version}
+		if a.Verdict != core.VerdictInvalid { // an evict has none
+			views[i].Verdict = a.Verdict.String()
+		}
 	}
 	return views
 }
@@ -229,21 +232,23 @@ func (p *printer) trail(as []auditView) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(p.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nSETTLED BY HAND\tWHO\tVERDICT\tDECISION\tTOKEN\tVERSION\tWHY")
+	fmt.Fprintln(tw, "\nBY HAND\tWHO\tEVENT\tVERDICT\tDECISION\tTOKEN\tVERSION\tWHY")
 	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.At.Format(time.RFC3339Nano), a.Who, a.Verdict, a.Decision, a.Token, a.Version, a.Why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.At.Format(time.RFC3339Nano), a.Who, a.Event, dash(a.Verdict), a.Decision, a.Token, a.Version, a.Why)
 	}
 	return tw.Flush()
 }
 
-// resolved prints the record a resolve left, and the audit kept for it.
-func (p *printer) resolved(r *core.Record, a *store.Audit) error {
+// byHand prints what an operator's event did: the record (as a resolve
+// left it, or as it was before an evict: what names it), and the audit
+// kept for it.
+func (p *printer) byHand(what string, r *core.Record, a *store.Audit) error {
 	views := auditViews([]store.Audit{*a})
 	if p.json {
-		return p.encode(struct {
-			Record recordView `json:"record"`
-			Audit  auditView  `json:"audit"`
-		}{viewOf(r, false), views[0]})
+		return p.encode(map[string]any{what: viewOf(r, false), "audit": views[0]})
+	}
+	if _, err := fmt.Fprintln(p.out, what+":"); err != nil {
+		return err
 	}
 	if err := p.show(r, false, nil); err != nil {
 		return err

@@ -76,7 +76,7 @@ func resolve(fs *flag.FlagSet) func(context.Context, operatorStore, *printer) er
 			return fmt.Errorf("nothing settled: the core decided %v for a record %v with token %d (resolve settles only an unknown record, by the token of its attempt)",
 				out.Transition.Decision.Kind, out.Record.Status, out.Record.Token)
 		}
-		return p.resolved(&out.Record, &a)
+		return p.byHand("record", &out.Record, &a)
 	}
 }
 

@@ -154,3 +154,52 @@ func TestResolveRefusesARecordInProgress(t *testing.T) {
 		t.Fatalf("after: %+v, trail %+v", after, trail)
 	}
 }
+
+// TestEvict: a completed record is removed by hand with its token and an
+// audit, the key is free (the next request executes), and the trail stays
+// when the record is gone; a record whose outcome is unknown, or a token
+// that is not the record's, removes nothing.
+func TestEvict(t *testing.T) {
+	f := newFixture(t)
+	f.records(t)
+	const paid = "paid-key-0000000000000001"
+	rec, _ := f.showJSON(t, paid)
+	lost, _ := f.showJSON(t, lostKey)
+	audit := []string{"-who", "bob", "-why", "erasure request DPO-77"}
+	evictArgs := func(key string, token uint64, extra ...string) []string {
+		return append([]string{"-json", "evict", "-principal", "alice", "-use-case", "payments.create", "-key", key,
+			"-token", strconv.FormatUint(token, 10)}, extra...)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{evictArgs(lostKey, lost.Token, audit...), exitFailed, "nothing evicted"},
+		{evictArgs(paid, rec.Token+1, audit...), exitFailed, "nothing evicted"},
+		{evictArgs(paid, rec.Token, "-who", "bob"), exitUsage, "why is empty"},
+		{evictArgs(paid, 0, audit...), exitUsage, "-token"},
+	} {
+		if code, _, errOut := f.ctl(c.args...); code != c.code || !strings.Contains(errOut, c.says) {
+			t.Errorf("%v: exit %d, %q; want %d saying %q", c.args, code, errOut, c.code, c.says)
+		}
+	}
+	if after, trail := f.showJSON(t, lostKey); after.Status != "unknown" || after.Version != lost.Version || len(trail) != 0 {
+		t.Fatalf("a refused evict changed the unknown record: %+v %+v", after, trail)
+	}
+	code, out, errOut := f.ctl(evictArgs(paid, rec.Token, audit...)...)
+	if code != exitOK || !strings.Contains(out, `"evicted"`) {
+		t.Fatalf("evict: exit %d: %s%s", code, out, errOut)
+	}
+	after, trail := f.showJSON(t, paid)
+	if after.Status != "absent" || len(trail) != 1 || trail[0].Event != "evict" || trail[0].Decision != "evicted" || trail[0].Token != rec.Token || trail[0].Who != "bob" {
+		t.Fatalf("after: %+v, trail %+v", after, trail)
+	}
+	ran := false
+	if _, err := f.ex.Do(context.Background(), req(paid), func(context.Context, idem.Attempt) (idem.Response, error) {
+		ran = true
+		return idem.Response{StatusCode: 201}, nil
+	}); err != nil || !ran {
+		t.Fatalf("a request after the evict: ran %t, %v", ran, err)
+	}
+}

@@ -42,6 +42,8 @@ func Step(out *Outcome, rec *core.Record, ev *core.Event, p *core.Policy) {
 		c.resolve()
 	case core.EventSweep:
 		c.sweep()
+	case core.EventEvict:
+		c.evict()
 	}
 }
 
@@ -51,7 +53,7 @@ func Step(out *Outcome, rec *core.Record, ev *core.Event, p *core.Policy) {
 // reserve, and a verdict on a resolve.
 func refusal(ev *core.Event) string {
 	switch {
-	case ev.Kind == core.EventInvalid || ev.Kind > core.EventSweep:
+	case ev.Kind == core.EventInvalid || ev.Kind > core.EventEvict:
 		return "unknown event"
 	case ev.Now.IsZero():
 		return "no time"

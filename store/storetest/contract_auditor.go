@@ -14,7 +14,7 @@ import (
 // by hand is applied through the core and its audit kept exactly when the
 // event wrote, with the write's time, version and decision; a stale token,
 // a record in progress and an audit without who or why write nothing and
-// keep nothing; the trail outlives the record.
+// keep nothing; the trail outlives the record (an audited evict).
 func runAuditor(t *testing.T, newStore func(*testing.T) store.Store, cfg *config) {
 	c := &contract{cfg: cfg, newStore: newStore, d: linearizability.ModelOptions{TimeResolution: cfg.resolution}}
 	s := newStore(t)
@@ -62,10 +62,17 @@ func runAuditor(t *testing.T, newStore func(*testing.T) store.Store, cfg *config
 		Verdict: core.VerdictNotExecuted, Token: tok, At: out.Now, Version: out.Record.Version, Decision: core.DecisionResolved}
 	checkTrail(t, au, unknown, want)
 	checkTrail(t, au, running)
-	if err := s.Delete(ctx, unknown, out.Record.Version, out.Record.Token); err != nil {
-		t.Fatal(err)
+	ev := store.Audit{Scope: unknown, Who: "carol", Why: "erasure request", Event: core.EventEvict, Token: tok}
+	var gone store.Applied
+	if err := au.ApplyAudited(ctx, core.Event{Kind: core.EventEvict, Token: tok}, &p, &ev, &gone); err != nil || gone.Record.Exists() || gone.Transition.Decision.Kind != core.DecisionEvicted {
+		t.Fatalf("evict: %v, %+v", err, gone)
 	}
-	checkTrail(t, au, unknown, want)
+	evicted := ev
+	evicted.At, evicted.Version, evicted.Decision = gone.Now, 0, core.DecisionEvicted
+	checkTrail(t, au, unknown, want, evicted) // the trail outlives the record
+	if snap := load(t, s, unknown); snap.Record.Exists() {
+		t.Fatal("an evicted record is still stored")
+	}
 }
 
 // checkTrail fails unless scope's trail is want, field by field.

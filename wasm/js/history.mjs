@@ -5,10 +5,10 @@
 // one lifecycle line per apply.
 
 const STATUS = ['absent', 'in_progress', 'completed', 'failed_retryable', 'unknown', 'expired'];
-const EVENT = ['invalid', 'reserve', 'complete', 'fail', 'mark_unknown', 'heartbeat', 'resolve', 'sweep'];
+const EVENT = ['invalid', 'reserve', 'complete', 'fail', 'mark_unknown', 'heartbeat', 'resolve', 'sweep', 'evict'];
 const DECISION = ['invalid', 'execute', 'replay', 'mismatch', 'in_flight', 'reconciling', 'completed', 'acknowledged',
   'failed', 'marked_unknown', 'extended', 'stale', 'conflict', 'resolved', 'rescheduled', 'abandoned', 'not_applicable',
-  'lease_expired', 'expired', 'nothing_due', 'pruned'];
+  'lease_expired', 'expired', 'nothing_due', 'pruned', 'evicted'];
 const WRITE = ['none', 'insert', 'update', 'delete'];
 const VERDICT = ['invalid', 'executed', 'not_executed', 'still_unknown'];
 

@@ -13,7 +13,7 @@ export declare const ERROR_CODES: readonly string[];
 /** core.Status. */
 export declare const Status: { readonly Absent: 0; readonly InProgress: 1; readonly Completed: 2; readonly FailedRetryable: 3; readonly Unknown: 4; readonly Expired: 5 };
 /** core.EventKind. */
-export declare const EventKind: { readonly Invalid: 0; readonly Reserve: 1; readonly Complete: 2; readonly Fail: 3; readonly MarkUnknown: 4; readonly Heartbeat: 5; readonly Resolve: 6; readonly Sweep: 7 };
+export declare const EventKind: { readonly Invalid: 0; readonly Reserve: 1; readonly Complete: 2; readonly Fail: 3; readonly MarkUnknown: 4; readonly Heartbeat: 5; readonly Resolve: 6; readonly Sweep: 7; readonly Evict: 8 };
 /** core.Verdict. */
 export declare const Verdict: { readonly Invalid: 0; readonly Executed: 1; readonly NotExecuted: 2; readonly StillUnknown: 3 };
 /** core.DecisionKind. */
@@ -21,7 +21,7 @@ export declare const DecisionKind: {
   readonly Invalid: 0; readonly Execute: 1; readonly Replay: 2; readonly Mismatch: 3; readonly InFlight: 4; readonly Reconciling: 5;
   readonly Completed: 6; readonly Acknowledged: 7; readonly Failed: 8; readonly MarkedUnknown: 9; readonly Extended: 10;
   readonly Stale: 11; readonly Conflict: 12; readonly Resolved: 13; readonly Rescheduled: 14; readonly Abandoned: 15;
-  readonly NotApplicable: 16; readonly LeaseExpired: 17; readonly Expired: 18; readonly NothingDue: 19; readonly Pruned: 20;
+  readonly NotApplicable: 16; readonly LeaseExpired: 17; readonly Expired: 18; readonly NothingDue: 19; readonly Pruned: 20; readonly Evicted: 21;
 };
 /** core.WriteKind. */
 export declare const WriteKind: { readonly None: 0; readonly Insert: 1; readonly Update: 2; readonly Delete: 3 };

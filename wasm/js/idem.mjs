@@ -28,7 +28,7 @@ export const ERROR_CODES = Object.freeze([
 /** core.Status: where a record stands. */
 export const Status = Object.freeze({ Absent: 0, InProgress: 1, Completed: 2, FailedRetryable: 3, Unknown: 4, Expired: 5 });
 /** core.EventKind: what happens to a record. */
-export const EventKind = Object.freeze({ Invalid: 0, Reserve: 1, Complete: 2, Fail: 3, MarkUnknown: 4, Heartbeat: 5, Resolve: 6, Sweep: 7 });
+export const EventKind = Object.freeze({ Invalid: 0, Reserve: 1, Complete: 2, Fail: 3, MarkUnknown: 4, Heartbeat: 5, Resolve: 6, Sweep: 7, Evict: 8 });
 /** core.Verdict: the reconciler's finding (a Resolve event's verdict). */
 export const Verdict = Object.freeze({ Invalid: 0, Executed: 1, NotExecuted: 2, StillUnknown: 3 });
 /** core.DecisionKind: what Step tells its caller to do. */
@@ -36,7 +36,7 @@ export const DecisionKind = Object.freeze({
   Invalid: 0, Execute: 1, Replay: 2, Mismatch: 3, InFlight: 4, Reconciling: 5,
   Completed: 6, Acknowledged: 7, Failed: 8, MarkedUnknown: 9, Extended: 10, Stale: 11, Conflict: 12,
   Resolved: 13, Rescheduled: 14, Abandoned: 15, NotApplicable: 16,
-  LeaseExpired: 17, Expired: 18, NothingDue: 19, Pruned: 20,
+  LeaseExpired: 17, Expired: 18, NothingDue: 19, Pruned: 20, Evicted: 21,
 });
 /** core.WriteKind: the store write that makes a step durable. */
 export const WriteKind = Object.freeze({ None: 0, Insert: 1, Update: 2, Delete: 3 });
