@@ -96,16 +96,28 @@ func (r *runner) overlay(m *mutants.Mutant) (string, error) {
 }
 
 // nodeCopy makes dir/wasm/js a copy of the Node package with file (under
-// wasm/js) replaced by src, and dir/wasm/idem.wasm a link to the module it
-// loads; it returns dir/wasm/js.
+// wasm/js) replaced by src, and the rest of dir links to the checkout; it
+// returns dir/wasm/js.
 func (r *runner) nodeCopy(dir, file string, src []byte) (string, error) {
 	from, to := filepath.Join(r.root, "wasm", "js"), filepath.Join(dir, "wasm", "js")
 	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
 		return "", err
 	}
-	for _, module := range []string{"idem.wasm", "fingerprint.wasm"} { // the modules the package loads from ../
-		if err := os.Symlink(filepath.Join(r.root, "wasm", module), filepath.Join(dir, "wasm", module)); err != nil {
+	// Everything else the tests read (the modules the package loads from
+	// ../, the README, the JCS vectors, the module that cmd/lincheck runs
+	// from) is the checkout's, linked: only wasm/js is the mutant's.
+	for _, level := range [][2]string{{"", "wasm"}, {"wasm", "js"}} {
+		entries, err := os.ReadDir(filepath.Join(r.root, level[0]))
+		if err != nil {
 			return "", err
+		}
+		for _, e := range entries {
+			if e.Name() == level[1] || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(r.root, level[0], e.Name()), filepath.Join(dir, level[0], e.Name())); err != nil {
+				return "", err
+			}
 		}
 	}
 	rel, err := filepath.Rel(filepath.Join("wasm", "js"), file)
