@@ -62,7 +62,7 @@ func template(before *core.Record, ev core.Event, p *core.Policy) (e encoded, tr
 	if tr2, err := core.Step(&later, &ev, p); err != nil || tr2 != tr {
 		return e, tr, false, nil
 	}
-	e = encode(&at)
+	e = encodeFields(&at)
 	if ev.Kind == core.EventReserve {
 		if at.Token != templateToken {
 			return e, tr, false, nil
@@ -73,8 +73,11 @@ func template(before *core.Record, ev core.Event, p *core.Policy) (e encoded, tr
 	for i := range a {
 		switch {
 		case a[i].Equal(*b[i]):
+			if !a[i].IsZero() {
+				e.times[i] = timeSpec("=", *a[i])
+			}
 		case b[i].Sub(*a[i]) == templateShift:
-			e.times[i] = "+" + offsetString(a[i].Sub(templateT))
+			e.times[i] = offsetSpec("+", a[i].Sub(templateT))
 		default:
 			return e, tr, false, nil
 		}

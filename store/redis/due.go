@@ -194,7 +194,7 @@ func (s *Store) evalDue(ctx context.Context, t target, what string, sc *script, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	v, err := evalRaw(ctx, t, sc, keys, args)
+	v, err := evalRaw(ctx, t, sc, evalArgs(sc, keys, 0, args...))
 	if err != nil && !isRedirect(err) {
 		err = s.failed(ctx, classify(ctx, what, err))
 	}

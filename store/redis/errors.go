@@ -134,6 +134,9 @@ func notSent(err error) bool {
 
 // isNoScript reports whether the server did not know a script's SHA.
 func isNoScript(err error) bool {
+	if err == nil {
+		return false // no allocation on every call's way (errors.As's target)
+	}
 	var re redis.Error
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOSCRIPT")
 }

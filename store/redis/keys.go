@@ -113,21 +113,23 @@ func scopeOf(m string) (core.Scope, error) {
 	return core.Scope{Tenant: parts[0], Principal: parts[1], UseCase: parts[2], Key: parts[3]}, nil
 }
 
-// bucketOf is the bucket of a member: FNV-1a of it, modulo bucketCount.
-func bucketOf(m string) int {
+// memberHash is FNV-1a (64 bits) of a member: its bucket and its
+// notification payload are made of it.
+func memberHash(m string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(m))
-	return int(h.Sum64() % bucketCount)
+	return h.Sum64()
 }
 
-// notifyPayload names a member on its bucket's channel without revealing
-// the scope to whoever may subscribe (a collision only wakes a waiter
-// spuriously).
-func notifyPayload(m string) string {
-	h := fnv.New64a()
-	h.Write([]byte(m))
-	return strconv.FormatUint(h.Sum64(), 16)
-}
+// bucketOf is the bucket of a member: FNV-1a of it, modulo bucketCount.
+func bucketOf(m string) int { return bucketOfHash(memberHash(m)) }
+
+func bucketOfHash(h uint64) int { return int(h % bucketCount) }
+
+// notifyPayload names a member, by its hash h (memberHash), on its
+// bucket's channel without revealing the scope to whoever may subscribe (a
+// collision only wakes a waiter spuriously).
+func notifyPayload(h uint64) string { return strconv.FormatUint(h, 16) }
 
 // layout names the keys of one Store's prefix.
 type layout struct {
@@ -150,27 +152,64 @@ func newLayout(prefix string) (*layout, error) {
 	return l, nil
 }
 
-// The keys of a bucket, by what they hold.
-func (l *layout) record(b int, m string) string { return l.bucket[b] + "r:" + m }
-func (l *layout) recordPrefix(b int) string     { return l.bucket[b] + "r:" }
-func (l *layout) tokens(b int) string           { return l.bucket[b] + "tokens" }
-func (l *layout) claims(b int) string           { return l.bucket[b] + "claims" }
-func (l *layout) waited(b int) string           { return l.bucket[b] + "waited" }
-func (l *layout) channel(b int) string          { return l.bucket[b] + "changes" }
+// The keys of a bucket, after its start, by what they hold.
+const (
+	keyRecord    = "r:" // then the member
+	keyTokens    = "tokens"
+	keySweep     = "due:sweep"
+	keyReconcile = "due:reconcile"
+	keyClaims    = "claims"
+	keyWaited    = "waited"
+	keyChannel   = "changes"
+)
+
+func (l *layout) record(b int, m string) string { return l.bucket[b] + keyRecord + m }
+func (l *layout) recordPrefix(b int) string     { return l.bucket[b] + keyRecord }
+func (l *layout) tokens(b int) string           { return l.bucket[b] + keyTokens }
+func (l *layout) claims(b int) string           { return l.bucket[b] + keyClaims }
+func (l *layout) waited(b int) string           { return l.bucket[b] + keyWaited }
+func (l *layout) channel(b int) string          { return l.bucket[b] + keyChannel }
 
 // index is the due index of kind in bucket b: members scored by the
 // microsecond they fall due.
 func (l *layout) index(b int, sweep bool) string {
 	if sweep {
-		return l.bucket[b] + "due:sweep"
+		return l.bucket[b] + keySweep
 	}
-	return l.bucket[b] + "due:reconcile"
+	return l.bucket[b] + keyReconcile
 }
 
+// scopeKeyCount is how many keys a write script of one scope touches.
+const scopeKeyCount = 7
+
 // scopeKeys are the keys a write script of one scope touches, in the
-// scripts' KEYS order.
+// scripts' KEYS order: record, tokens, index(sweep), index(reconcile),
+// claims, waited, channel. They are cut from one string, built at once
+// (one allocation a decision, not seven).
 func (l *layout) scopeKeys(b int, m string) []string {
-	return []string{l.record(b, m), l.tokens(b), l.index(b, true), l.index(b, false), l.claims(b), l.waited(b), l.channel(b)}
+	start := l.bucket[b]
+	tails := [scopeKeyCount]string{keyRecord, keyTokens, keySweep, keyReconcile, keyClaims, keyWaited, keyChannel}
+	n := scopeKeyCount*len(start) + len(m)
+	for _, t := range tails {
+		n += len(t)
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	var ends [scopeKeyCount]int
+	for i, t := range tails {
+		sb.WriteString(start)
+		sb.WriteString(t)
+		if i == 0 {
+			sb.WriteString(m)
+		}
+		ends[i] = sb.Len()
+	}
+	all, keys := sb.String(), make([]string, scopeKeyCount)
+	from := 0
+	for i, end := range ends {
+		keys[i], from = all[from:end], end
+	}
+	return keys
 }
 
 // token is the fencing token a bucket's counter value c makes.

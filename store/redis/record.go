@@ -44,8 +44,12 @@ type encoded struct {
 	sweepAt, reconcileAt int
 }
 
-func (e *encoded) args() []any {
-	a := []any{e.status, e.fingerprint, e.token, e.version, e.response, e.errorCode, e.attempts}
+// encodedArgs is how many arguments an encoded record is.
+const encodedArgs = 16
+
+// appendArgs appends e's arguments to a.
+func (e *encoded) appendArgs(a []any) []any {
+	a = append(a, e.status, e.fingerprint, e.token, e.version, e.response, e.errorCode, e.attempts)
 	for _, t := range e.times {
 		a = append(a, t)
 	}
@@ -54,6 +58,17 @@ func (e *encoded) args() []any {
 
 // encode is rec with literal times and token.
 func encode(rec *core.Record) encoded {
+	e := encodeFields(rec)
+	for i, t := range recordTimes(rec) {
+		if !t.IsZero() {
+			e.times[i] = timeSpec("=", *t)
+		}
+	}
+	return e
+}
+
+// encodeFields is encode without the times.
+func encodeFields(rec *core.Record) encoded {
 	e := encoded{
 		status: strconv.Itoa(int(rec.Status)), fingerprint: string(rec.Fingerprint[:]),
 		token: strconv.FormatUint(uint64(rec.Token), 16), version: strconv.FormatUint(rec.Version, 10),
@@ -61,11 +76,6 @@ func encode(rec *core.Record) encoded {
 	}
 	if rec.ReconcileAttempts != 0 {
 		e.attempts = strconv.FormatUint(uint64(rec.ReconcileAttempts), 10)
-	}
-	for i, t := range recordTimes(rec) {
-		if !t.IsZero() {
-			e.times[i] = "=" + timeString(*t)
-		}
 	}
 	e.sweepAt, e.reconcileAt = dueFields(rec)
 	return e
@@ -107,18 +117,38 @@ func dueAt(rec *core.Record, sweep bool) (time.Time, bool) {
 
 // timeString is t as "seconds.nanoseconds" since the Unix epoch, the
 // nanoseconds always nine digits.
-func timeString(t time.Time) string {
-	return strconv.FormatInt(t.Unix(), 10) + "." + fmt.Sprintf("%09d", t.Nanosecond())
+func timeString(t time.Time) string { return timeSpec("", t) }
+
+// timeSpec is the spec of the instant t: kind ("=", or "" for the bare
+// time) then its timeString, in one allocation.
+func timeSpec(kind string, t time.Time) string {
+	return secondsNanos(kind, t.Unix(), int64(t.Nanosecond()))
 }
 
 // offsetString is d as "seconds.nanoseconds", the seconds floored so that
 // the nanoseconds are never negative.
-func offsetString(d time.Duration) string {
+func offsetString(d time.Duration) string { return offsetSpec("", d) }
+
+// offsetSpec is kind ("+", or "") then offsetString(d), in one allocation.
+func offsetSpec(kind string, d time.Duration) string {
 	s, n := int64(d/time.Second), int64(d%time.Second)
 	if n < 0 {
 		s, n = s-1, n+int64(time.Second)
 	}
-	return strconv.FormatInt(s, 10) + "." + fmt.Sprintf("%09d", n)
+	return secondsNanos(kind, s, n)
+}
+
+// secondsNanos is kind, then s, a dot and n (0 <= n < 1e9) as nine digits.
+func secondsNanos(kind string, s, n int64) string {
+	var buf [40]byte
+	b := append(buf[:0], kind...)
+	b = strconv.AppendInt(b, s, 10)
+	b = append(b, ".000000000"...)
+	for i := len(b) - 1; n > 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b)
 }
 
 func parseTime(v string) (time.Time, error) {

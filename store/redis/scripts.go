@@ -73,22 +73,23 @@ type target interface {
 	ScriptLoad(ctx context.Context, script string) *redis.StringCmd
 }
 
-// eval runs sc on the primary of keys[0] and returns its reply; what names
-// the call in errors. With Options.ReplicasWait, the script is followed by
-// a WAIT on the same connection.
-func (s *Store) eval(ctx context.Context, what string, sc *script, keys []string, args ...any) (any, error) {
+// eval runs the command a (evalArgs) of sc on the primary of its first
+// key and returns its reply; what names the call in errors. With
+// Options.ReplicasWait, the script is followed by a WAIT on the same
+// connection.
+func (s *Store) eval(ctx context.Context, what string, sc *script, a []any) (any, error) {
 	if s.opt.ReplicasWait > 0 && sc == s.scripts.write {
-		return s.evalWaited(ctx, what, sc, keys, args)
+		return s.evalWaited(ctx, what, sc, a)
 	}
-	return s.evalOn(ctx, s.client, what, sc, keys, args)
+	return s.evalOn(ctx, s.client, what, sc, a)
 }
 
-// evalOn runs sc on t (evalRaw) and classifies its error.
-func (s *Store) evalOn(ctx context.Context, t target, what string, sc *script, keys []string, args []any) (any, error) {
+// evalOn runs the command a of sc on t (evalRaw) and classifies its error.
+func (s *Store) evalOn(ctx context.Context, t target, what string, sc *script, a []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: %s: %w (nothing was sent)", what, err)
 	}
-	v, err := evalRaw(ctx, t, sc, keys, args)
+	v, err := evalRaw(ctx, t, sc, a)
 	return v, s.failed(ctx, classify(ctx, what, err))
 }
 
@@ -103,42 +104,61 @@ func (s *Store) failed(ctx context.Context, err error) error {
 	return err
 }
 
-// evalRaw runs sc on t by EVALSHA, and once more after loading it when the
-// server did not know it (a restart, SCRIPT FLUSH, a replica promoted since
-// New): NOSCRIPT means nothing ran. NOSCRIPT again is a refusal.
-func evalRaw(ctx context.Context, t target, sc *script, keys []string, args []any) (any, error) {
-	cmd := evalCmd(ctx, sc, keys, args)
+// evalRaw runs the command a of sc (EVALSHA) on t, and once more after
+// loading sc when the server did not know it (a restart, SCRIPT FLUSH, a
+// replica promoted since New): NOSCRIPT means nothing ran. NOSCRIPT again
+// is a refusal.
+func evalRaw(ctx context.Context, t target, sc *script, a []any) (any, error) {
+	cmd := evalCmd(ctx, a)
 	err := t.Process(ctx, cmd)
 	if isNoScript(err) {
 		if err = t.ScriptLoad(ctx, sc.src).Err(); err == nil {
-			cmd = evalCmd(ctx, sc, keys, args)
+			cmd = evalCmd(ctx, a)
 			err = t.Process(ctx, cmd)
 		}
 	}
 	return cmd.Val(), err
 }
 
-func evalCmd(ctx context.Context, sc *script, keys []string, args []any) noRetryCmd {
-	a := make([]any, 0, 3+len(keys)+len(args))
+// evalArgs is the command EVALSHA sc over keys with args, with room for
+// that many more arguments, which the caller appends: the command is
+// built once, in one slice, and sent as it is (again after a NOSCRIPT).
+func evalArgs(sc *script, keys []string, room int, args ...any) []any {
+	a := make([]any, 0, evalKeysAt+len(keys)+len(args)+room)
 	a = append(a, "evalsha", sc.sha, len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
-	return noRetryCmd{redis.NewCmd(ctx, append(a, args...)...)}
+	return append(a, args...)
 }
 
-// evalWaited runs sc and then WAIT on one connection to the primary of
-// keys[0], so that WAIT counts the replicas that have the script's effect.
-func (s *Store) evalWaited(ctx context.Context, what string, sc *script, keys []string, args []any) (any, error) {
+// evalKeysAt is where an EVALSHA command's keys start.
+const evalKeysAt = 3
+
+// evalCmd is the command a, with its first key's position set as
+// go-redis's own EvalSha sets it (a cluster client then routes it without
+// looking for the key).
+func evalCmd(ctx context.Context, a []any) noRetryCmd {
+	cmd := redis.NewCmd(ctx, a...)
+	if n, _ := a[evalKeysAt-1].(int); n > 0 {
+		cmd.SetFirstKeyPos(evalKeysAt)
+	}
+	return noRetryCmd{cmd}
+}
+
+// evalWaited runs the command a of sc and then WAIT on one connection to
+// the primary of its first key, so that WAIT counts the replicas that have
+// the script's effect.
+func (s *Store) evalWaited(ctx context.Context, what string, sc *script, a []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: %s: %w (nothing was sent)", what, err)
 	}
-	node, err := s.primaryOf(ctx, keys[0])
+	node, err := s.primaryOf(ctx, a[evalKeysAt].(string))
 	if err != nil {
 		return nil, s.failed(ctx, classify(ctx, what, err))
 	}
 	for attempt := 0; ; attempt++ {
-		cmd := evalCmd(ctx, sc, keys, args)
+		cmd := evalCmd(ctx, a)
 		wait := noRetryCmd{redis.NewCmd(ctx, "wait", s.opt.ReplicasWait, s.opt.ReplicasWaitTimeout.Milliseconds())}
 		pipe := node.Pipeline()
 		_ = pipe.Process(ctx, cmd)

@@ -23,7 +23,7 @@ func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, toke
 	interval := s.opt.PollInterval
 	var woken <-chan struct{}
 	if interval > 0 {
-		ch, cancel, err := s.subs.register(ctx, o.b, notifyPayload(o.m))
+		ch, cancel, err := s.subs.register(ctx, o.b, o.payload)
 		if err == nil {
 			defer cancel()
 			woken = ch
@@ -58,7 +58,7 @@ func (s *Store) watch(ctx context.Context, o *scoped, version uint64, token core
 	}
 	keys := []string{o.keys[0], s.l.waited(o.b)}
 	args := []any{o.m, strconv.FormatUint(version, 10), strconv.FormatUint(uint64(token), 16)}
-	v, err := s.evalOn(ctx, s.client, "wait", s.scripts.watch, keys, args)
+	v, err := s.evalOn(ctx, s.client, "wait", s.scripts.watch, evalArgs(s.scripts.watch, keys, 0, args...))
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
