@@ -11,7 +11,7 @@ MUTANTSEEDS    ?= 1000
 MUTANTLINSEEDS ?= 500
 MUTANTSRUN     ?=
 
-.PHONY: sim sim-pgo sim-long test bench bench-node bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg bench-pg bench-pg-million mutants
+.PHONY: sim sim-pgo sim-long test bench bench-node bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg chaos-redis bench-pg bench-pg-million bench-redis mutants
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -104,6 +104,14 @@ wasm:
 chaos-pg:
 	$(GO) run ./store/pgx/internal/chaos/chaospg -faults 30s -restart
 
+## chaos-redis: the store/redis chaos harness, for WAIT 0 and WAIT 1
+## (ReplicasWait), each on a 3-primary, 3-replica cluster of its own on
+## loopback: 24 retrying clients while primaries are killed (SIGKILL), fail
+## over and rejoin, then convergence, the invariants and what was lost
+## (about a minute and a half; make test runs a short one, TestChaosShort)
+chaos-redis:
+	$(GO) run ./store/redis/internal/chaos/chaosredis -faults 30s
+
 ## bench-pg: pgbench's raw-SQL baselines, then the driver's own benchmarks,
 ## one right after the other (see BENCHMARKS.md, store/pgx)
 bench-pg:
@@ -116,6 +124,14 @@ bench-pg:
 ## 1,000,000 records, in batches of 100 and 1000 (the preload takes a minute)
 bench-pg-million:
 	$(GO) test -run '^$$' -bench 'Million' -benchtime 10x -timeout 30m ./store/pgx/
+
+## bench-redis: store/redis's Do beside the raw scripts (the driver's own
+## EVALSHA calls straight through go-redis), interleaved in one run, on the
+## tests' own standalone server and 3-primary cluster, 1 and 16 clients;
+## then the PostgreSQL driver's Do at 16 clients (see BENCHMARKS.md)
+bench-redis:
+	$(GO) test -run '^$$' -bench 'Interleaved' -benchtime 10x -count 5 -timeout 30m ./store/redis/
+	$(GO) test -run '^$$' -bench 'Do(NewKey|Replay)/clients=16$$' -benchtime 4s -count 5 ./store/pgx/
 
 ## mutants: every mutant of the catalogue (mutants/catalogue.go) against every
 ## test layer (unit, conformance, simulator, simulator -lincheck), applied by

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"slices"
 	"strconv"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
+	"github.com/idemkit/idem/store/redis/internal/redisproc"
 )
 
 // TestFailover kills a primary of a cluster of its own (SIGKILL) while its
@@ -24,20 +24,16 @@ import (
 // execute, on the promoted replica too.
 func TestFailover(t *testing.T) {
 	ctx := context.Background()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server is not on PATH (apt-get install redis-server): %v", err)
-	}
-	addrs, procs, err := startCluster(bin, t.TempDir(), false)
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-	})
+	bin, err := redisproc.Bin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: 2 * time.Second})
+	cl, err := redisproc.StartCluster(bin, t.TempDir(), redisproc.ClusterOptions{})
+	t.Cleanup(cl.Stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs, ReadTimeout: 2 * time.Second})
 	defer c.Close()
 	s := newTestStore(t, c, Options{ReplicasWait: 1, ReplicasWaitTimeout: 500 * time.Millisecond})
 	done, handed := completeKeys(t, s, 64)
@@ -45,19 +41,22 @@ func TestFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.Index(addrs, victim.Options().Addr)
+	i := slices.Index(cl.Addrs, victim.Options().Addr)
 	if i < 0 {
-		t.Fatalf("the primary %s is not one of the cluster's %v", victim.Options().Addr, addrs)
+		t.Fatalf("the primary %s is not one of the cluster's %v", victim.Options().Addr, cl.Addrs)
 	}
-	replica := replicaOf(t, addrs, addrs[i])
-	procs[i].kill()
-	outages := ridesOut(t, s, done[0], 30*time.Second, func() bool { return infoField(info(addrs[replica], "replication"), "role") == "master" })
+	replica := cl.ReplicaOf(i)
+	if replica < 0 {
+		t.Fatalf("no replica of %s in %v", cl.Addrs[i], cl.Addrs)
+	}
+	cl.Kill(i)
+	outages := ridesOut(t, s, done[0], 30*time.Second, func() bool { return cl.Role(replica) == "master" })
 	// The promoted replica has no replica of its own, and every call
 	// waits for one (ReplicasWait): they are ambiguous until the killed
 	// primary, started again, has joined as its replica.
-	procs[i] = rejoin(t, procs[i], addrs[i], addrs[replica], s.l.bucket[s.scoped(done[0].Scope).b]+"probe")
+	rejoin(t, cl, i, replica, s.l.bucket[s.scoped(done[0].Scope).b]+"probe")
 	outages += ridesOut(t, s, done[0], 30*time.Second, nil)
-	t.Logf("killed the primary %s: %d calls failed as outages until its replica %s took over and had a replica again", addrs[i], outages, addrs[replica])
+	t.Logf("killed the primary %s: %d calls failed as outages until its replica %s took over and had a replica again", cl.Addrs[i], outages, cl.Addrs[replica])
 	p := core.PolicyDefault()
 	for _, rec := range done {
 		a, err := applyOver(ctx, s, &p, rec.Scope, core.Event{Kind: core.EventReserve, Fingerprint: testFP})
@@ -72,25 +71,24 @@ func TestFailover(t *testing.T) {
 	completeKeys(t, s, 32) // new keys, on every primary
 }
 
-// rejoin starts the killed primary p (at addr) again and waits until it is
-// the replica of the promoted one and acknowledges writes; probe is a key
-// of the promoted primary's the test may write.
-func rejoin(t *testing.T, p *proc, addr, promoted, probe string) *proc {
-	p, err := p.restart()
-	if err != nil {
+// rejoin starts the killed primary (node i of cl) again and waits until it
+// is the replica of the promoted one (node promoted) and acknowledges
+// writes; probe is a key of the promoted primary's the test may write.
+func rejoin(t *testing.T, cl *redisproc.Cluster, i, promoted int, probe string) {
+	if err := cl.Restart(i); err != nil {
 		t.Fatal(err)
 	}
 	// Started again, it says it is the primary of its slots until the
 	// cluster tells it otherwise; then it syncs as the new primary's replica.
 	waitFor(t, 30*time.Second, "the killed primary to be a replica in sync", func() bool {
-		repl := info(addr, "replication")
-		return infoField(repl, "role") == "slave" && synced(repl)
+		repl := redisproc.Info(cl.Addrs[i], "replication")
+		return redisproc.Field(repl, "role") == "slave" && redisproc.Synced(repl)
 	})
 	// A replica that has just synced acknowledges its first write up to a
 	// second later (its periodic REPLCONF ACK): until then every call is
 	// ambiguous, which ridesOut accepts; a probe waits that second out.
 	waitFor(t, 30*time.Second, "the promoted replica's first acknowledged write", func() bool {
-		c := redis.NewClient(&redis.Options{Addr: promoted, ReadTimeout: -1})
+		c := redis.NewClient(&redis.Options{Addr: cl.Addrs[promoted], ReadTimeout: -1})
 		defer c.Close()
 		pipe := c.Pipeline()
 		pipe.Set(context.Background(), probe, "1", 0)
@@ -98,7 +96,6 @@ func rejoin(t *testing.T, p *proc, addr, promoted, probe string) *proc {
 		_, _ = pipe.Exec(context.Background())
 		return acks.Val() == int64(1)
 	})
-	return p
 }
 
 // completeKeys reserves and completes n new keys through s and returns
@@ -151,26 +148,6 @@ func ridesOut(t *testing.T, s *Store, rec core.Record, d time.Duration, until fu
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// replicaOf is the index in addrs of the replica of the primary at addr.
-func replicaOf(t *testing.T, addrs []string, primary string) int {
-	for i, addr := range addrs {
-		repl := info(addr, "replication")
-		if infoField(repl, "role") == "slave" && "127.0.0.1:"+infoField(repl, "master_port") == primary {
-			return i
-		}
-	}
-	t.Fatalf("no replica of %s in %v", primary, addrs)
-	return -1
-}
-
-// info is the INFO section of the server at addr ("" if it does not answer).
-func info(addr, section string) string {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	v, _ := c.Info(context.Background(), section).Result()
-	return v
 }
 
 // waitFor fails t unless ok says yes within d.

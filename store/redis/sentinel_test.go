@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idem/store"
+	"github.com/idemkit/idem/store/redis/internal/redisproc"
 	"github.com/idemkit/idem/store/storetest"
 )
 
@@ -37,11 +37,11 @@ func TestConformanceSentinel(t *testing.T) {
 // ends, and returns its address once it knows the primary.
 func sentinel(t *testing.T, primary string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisproc.Bin()
 	if err != nil {
-		t.Fatalf("redis-server is not on PATH (apt-get install redis-server): %v", err)
+		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := redisproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func sentinel(t *testing.T, primary string) string {
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := spawn(bin, []string{conf, "--sentinel"})
+	p, err := redisproc.Spawn(bin, []string{conf, "--sentinel"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.kill)
+	t.Cleanup(p.Kill)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	sc := redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer sc.Close()

@@ -1,9 +1,10 @@
 // Package chaos runs the real executor over a PostgreSQL store while a
 // fault loop kills the store's backends, sets tiny statement timeouts and
 // (optionally) restarts the server; then it stops the faults, lets the
-// sweeper and the reconciler converge, and checks the invariants of SPEC §6.
-// It takes the store as a factory, so that a test can hand it a driver with
-// a planted bug and see it caught.
+// sweeper and the reconciler converge, and checks the invariants of SPEC §6
+// (the clients, the ledger and the checks are internal/chaos's, which
+// store/redis's harness shares). It takes the store as a factory, so that
+// a test can hand it a driver with a planted bug and see it caught.
 package chaos
 
 import (
@@ -16,9 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
-	"github.com/idemkit/idem/linearizability"
+	"github.com/idemkit/idem/internal/chaos"
 	"github.com/idemkit/idem/store"
 )
 
@@ -39,9 +39,18 @@ type Config struct {
 // else on the server) share it.
 const AppNamePrefix = "idem-chaos-"
 
+// Report is what the run found (internal/chaos's report) and the faults
+// it injected.
+type Report struct {
+	chaos.Report
+	Kills, Timeouts, Restarts int
+}
+
 // Run runs cfg and returns its report (and an error if it could not run).
+// A committed write is durable in PostgreSQL, across a restart too: any
+// acknowledged write lost is a violation.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	r := &run{cfg: cfg, p: policy(), schema: fmt.Sprintf("idem_chaos_%d", cfg.Seed), rep: &Report{}}
+	r := &run{cfg: cfg, schema: fmt.Sprintf("idem_chaos_%d", cfg.Seed), rep: &Report{}}
 	pool, err := r.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -54,79 +63,41 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer closeStore()
-	r.rec = linearizability.NewRecorder(s, nil)
-	r.led = &ledger{charges: map[core.Scope][]charge{}}
-	r.seen = &answers{by: map[core.Scope][]idem.Response{}}
-	r.keys = keys(cfg)
-
-	if err := r.underFaults(ctx); err != nil {
+	rep, err := chaos.Run(ctx, chaos.Config{Name: "chaospg", Clients: cfg.Clients, Keys: cfg.Keys, Seed: cfg.Seed}, s, r)
+	if err != nil {
 		return nil, err
 	}
-	// The faults are over: one executor converges the records, on a
-	// healthy store, then asks every key once more.
-	ex, _ := idem.New(r.rec.Client(cfg.Clients), idem.WithPolicy(r.p))
-	r.converge(ctx, ex)
-	final := r.finalAnswers(ctx, ex)
-	r.rep.Requests, r.rep.Executed, r.rep.Replayed, r.rep.Errors = int(r.reqs.Load()), int(r.executed.Load()), int(r.replayed.Load()), int(r.errs.Load())
-	r.check(ctx, final)
+	r.rep.Report = *rep
 	return r.rep, nil
 }
 
-// run is what the steps of one Run share.
+// run is the PostgreSQL part of one Run: a chaos.Target.
 type run struct {
 	cfg    Config
-	p      core.Policy
 	schema string // the store's, dropped at the end
 	pool   *pgxpool.Pool
-	rec    *linearizability.Recorder // records every store call, the clients' and the workers', for the lifecycle history
-	led    *ledger
-	seen   *answers // what the clients got, key by key
-	keys   []core.Scope
 	rep    *Report
 
 	appName   string       // of the run's connections, and of no other
 	pids      backends     // the backends the run opened, the only ones the fault loop kills
 	timeoutMs atomic.Int64 // the statement timeout the fault loop wants now (0: none)
-
-	reqs, executed, replayed, errs atomic.Int64 // the clients' requests, by how they ended
 }
 
-// policy is the default with leases, waits and backoffs short enough that a
-// run of seconds sees many leases end and many records reconciled.
-func policy() core.Policy {
-	p := core.PolicyDefault()
-	p.LeaseDuration = 400 * time.Millisecond
-	p.InFlightWait = 50 * time.Millisecond
-	p.ReconcileBackoffBase = 20 * time.Millisecond
-	p.ReconcileBackoffMax = 200 * time.Millisecond
-	p.ReconcileAttemptsMax = 1000
-	return p
-}
+var _ chaos.Target = (*run)(nil)
 
-// keys are the cfg.Keys scopes the clients share, named after the seed.
-func keys(cfg Config) []core.Scope {
-	scopes := make([]core.Scope, cfg.Keys)
-	for i := range scopes {
-		scopes[i] = core.Scope{Tenant: "chaos", Principal: "client", UseCase: "payments.create", Key: fmt.Sprintf("%d-%06d-chaos-key", cfg.Seed, i)}
-	}
-	return scopes
-}
-
-// fingerprint is every request's: the clients race on a key, they never
-// send it two different requests.
-var fingerprint = core.Fingerprint{7}
-
-// underFaults runs the clients, a sweeper and a reconciler while the fault
-// loop runs, then lifts the faults and stops them all.
-func (r *run) underFaults(ctx context.Context) error {
-	stopClients, err := r.startClients(ctx)
-	if err != nil {
-		return err
-	}
-	stopBackground := r.startBackground(ctx)
-	err = r.injectFaults(ctx)
+// Faults is the fault loop (injectFaults), then no statement timeout. A
+// backend killed or a server restarted is no crash: PostgreSQL keeps what
+// it committed.
+func (r *run) Faults(ctx context.Context, _ func(kill func())) error {
+	err := r.injectFaults(ctx)
 	r.timeoutMs.Store(0)
-	stopClients()
-	stopBackground()
 	return err
+}
+
+// Open counts the records left in progress and unknown: those of the
+// run's schema, which are the run's keys'.
+func (r *run) Open(ctx context.Context, _ []core.Scope) (inProgress, unknown int, err error) {
+	err = r.pool.QueryRow(ctx, "SELECT count(*) FILTER (WHERE status = 'in_progress'), count(*) FILTER (WHERE status = 'unknown') FROM "+
+		pgx.Identifier{r.schema, "idem_records"}.Sanitize()).Scan(&inProgress, &unknown)
+	return inProgress, unknown, err
 }

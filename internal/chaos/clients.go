@@ -40,7 +40,7 @@ func (r *run) client(ctx context.Context, ex *idem.Executor, rng *rand.Rand, don
 			return
 		default:
 		}
-		sc := r.keys[rng.IntN(len(r.keys))]
+		sc := r.pick(rng)
 		sleep := time.Duration(rng.IntN(int(r.p.LeaseDuration / 2))) // some outlive a heartbeat
 		if rng.IntN(10) == 0 {
 			sleep = r.p.LeaseDuration * 3 / 2 // outlives its lease if a heartbeat fails
@@ -50,6 +50,7 @@ func (r *run) client(ctx context.Context, ex *idem.Executor, rng *rand.Rand, don
 		switch {
 		case err != nil:
 			r.errs.Add(1)
+			time.Sleep(r.cfg.Backoff)
 		case res.Kind == idem.ResultExecuted:
 			r.executed.Add(1)
 			if res.Recorded {

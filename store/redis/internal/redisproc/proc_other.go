@@ -1,9 +1,9 @@
 //go:build !linux
 
-package redisstore
+package redisproc
 
 import "os/exec"
 
 // dieWithParent: only Linux can tie a child's life to its parent's; the
-// servers are killed by TestMain.
+// caller kills its servers itself.
 func dieWithParent(*exec.Cmd) {}
