@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 func usage(fs *flag.FlagSet) {
-	fmt.Fprintln(fs.Output(), "usage: idemctl [-dsn DSN] [-pg-schema S] [-json] list|show|stats|resolve|evict [flags]")
+	fmt.Fprintln(fs.Output(), "usage: idemctl [-dsn DSN [-pg-schema S] | -redis ADDR[,ADDR...] [-redis-prefix P]] [-json] list|show|stats|resolve|evict [flags]")
 	fs.PrintDefaults()
 }
 

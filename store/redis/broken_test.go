@@ -25,6 +25,7 @@ func TestSuiteCatchesPlantedDrivers(t *testing.T) {
 		// cases of the contract at every run.
 		{Name: "replica-reads", Cases: "contract", Suite: overDriver(true, newReplicaReads)},
 		{Name: "counter-reset-by-delete", Cases: "contract/fresh-tokens", Suite: overDriver(true, counterResetByDelete)},
+		{Name: "audit-lost-on-delete", Cases: "auditor", Suite: overDriver(false, auditLostOnDelete)},
 	}, envServers+"="+testServers(t).String())
 }
 

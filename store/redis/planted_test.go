@@ -87,3 +87,10 @@ func (r replicaReads) Load(ctx context.Context, sc core.Scope) (store.Snapshot, 
 	snap.Record, err = decodeRecord(sc, flat, true)
 	return snap, err
 }
+
+// auditLostOnDelete: the script deletes the record an operator evicts
+// without pushing its audit entry, so the trail misses the evict.
+func auditLostOnDelete(t *testing.T, s *Store) store.Store {
+	plantScript(t, s, "  audit()\n  redis.call('DEL', KEYS[1])", "  redis.call('DEL', KEYS[1])")
+	return s
+}

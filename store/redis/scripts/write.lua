@@ -5,13 +5,15 @@
 --
 -- KEYS: 1 record, 2 token counter, 3 sweep index, 4 reconcile index,
 --       5 claims, 6 waited, 7 changes channel (all of one bucket)
+--       8 (optional) an operator's audit trail (store.Auditor)
 -- ARGV: 1 mode (load, read, insert, update, delete), 2 member, 3 payload,
 --       4 bucket, 5 expected version, 6 expected token (hex),
 --       7 status, 8 fingerprint, 9 token (hex; empty: the fresh token),
 --       10 version, 11 response, 12 error code, 13 attempts,
 --       14..18 times (lu ra ca co ex): '' none, '=s.n' an instant,
 --       '+s.n' the server's time plus s seconds and n nanoseconds,
---       19 sweep time (1..5, 0 none), 20 reconcile time (1..5, 0 none)
+--       19 sweep time (1..5, 0 none), 20 reconcile time (1..5, 0 none),
+--       21 (with KEYS[8]) the audit entry, pushed only when the write holds
 -- Reply: {1 written, sec, usec, counter, fields written but r} or
 --        {0 precondition failed (or load, read), sec, usec, counter,
 --        fields}. Only a load, and a write of the fresh token, take one
@@ -30,6 +32,7 @@ redis.call('ZSCORE', KEYS[3], m)
 redis.call('ZSCORE', KEYS[4], m)
 redis.call('HEXISTS', KEYS[5], m)
 local waited = redis.call('SISMEMBER', KEYS[6], m)
+if KEYS[8] then redis.call('LLEN', KEYS[8]) end
 
 local function int(x) return string.format('%.0f', x) end
 
@@ -74,7 +77,14 @@ local function changed()
   end
 end
 
+-- The audit first of the writes: at maxmemory it fails the script before
+-- anything is written, so that a record never changes without its audit.
+local function audit()
+  if KEYS[8] then redis.call('RPUSH', KEYS[8], ARGV[21]) end
+end
+
 if mode == 'delete' then
+  audit()
   redis.call('DEL', KEYS[1])
   changed()
   return {1, sec, usec, 0, {}}
@@ -119,8 +129,10 @@ if tok == '' then
   tok = string.format('%x%02x', counter, tonumber(ARGV[4]))
 end
 table.insert(rec, 't'); table.insert(rec, tok)
--- HSET first: at maxmemory (noeviction) the first write that may grow the
--- data fails, and the script with it, having written nothing.
+-- HSET first (after the audit): at maxmemory (noeviction) the first write
+-- that may grow the data fails, and the script with it, having written
+-- nothing.
+audit()
 local stored = {r = ARGV[11] ~= ''}
 if stored.r then
   redis.call('HSET', KEYS[1], 'r', ARGV[11], unpack(rec))
