@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -81,6 +82,25 @@ func (q *ListQuery) Matches(r *core.Record) bool {
 		return false
 	}
 	return !q.Abandoned || (r.Status == core.StatusUnknown && r.ReconcileAfter.IsZero())
+}
+
+// Page is what a store that cannot query in List's order returns for q
+// from all its records: those q selects after its cursor, sorted, at most
+// q.Limit. It may reorder all.
+func (q *ListQuery) Page(all []core.Record) []core.Record {
+	page := all[:0]
+	for i := range all {
+		if q.Matches(&all[i]) && (q.After == nil || !q.After.Before(&all[i])) {
+			page = append(page, all[i])
+		}
+	}
+	slices.SortFunc(page, func(a, b core.Record) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return ScopeCompare(a.Scope, b.Scope)
+	})
+	return page[:min(len(page), q.Limit)]
 }
 
 // Validate refuses a query no store can answer.

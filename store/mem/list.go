@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"slices"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
@@ -26,13 +25,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]core.Record, err
 			out[len(out)-1].Response = r.Response.Clone() // the store's slices stay its own
 		}
 	})
-	slices.SortFunc(out, func(a, b core.Record) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return store.ScopeCompare(a.Scope, b.Scope)
-	})
-	return out[:min(len(out), q.Limit)], nil
+	return q.Page(out), nil // sorted, and cut to the limit
 }
 
 // Stats counts the records per status and each worker queue's backlog

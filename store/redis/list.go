@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,22 +28,11 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) ([]core.Record, err
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	var out []core.Record
-	err := s.eachRecord(ctx, func(r *core.Record) {
-		if q.Matches(r) && (q.After == nil || !q.After.Before(r)) {
-			out = append(out, *r)
-		}
-	})
-	if err != nil {
+	var all []core.Record
+	if err := s.eachRecord(ctx, func(r *core.Record) { all = append(all, *r) }); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b core.Record) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return store.ScopeCompare(a.Scope, b.Scope)
-	})
-	return out[:min(len(out), q.Limit)], nil
+	return q.Page(all), nil
 }
 
 // Stats counts the records per status (a scan of every record, as List)
