@@ -1,6 +1,6 @@
 module github.com/idemkit/idem/fingerprint/internal/jcsbench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/gowebpki/jcs v1.0.2
