@@ -116,7 +116,8 @@ chaos-redis:
 ## one right after the other (see BENCHMARKS.md, store/pgx)
 bench-pg:
 	SCEN="b_lifecycle_autocommit d_replay" DUR=10 bash ../shared/bench/pg/run.sh
-	$(GO) test -run '^$$' -bench 'DoNewKey|DoReplay|DoReadFirst|Floor' -benchmem -count 3 ./store/pgx/
+	$(GO) test -run '^$$' -bench 'DoNewKey|DoReplay|DoReadFirst|DoInsertOrRead|Floor' -benchmem -count 3 ./store/pgx/
+	$(GO) test -run '^$$' -bench 'AgainstPgbench' -benchtime 7x ./store/pgx/ # pgbench and the driver in turns: the ratios of issue 25
 	$(GO) test -run '^$$' -bench 'WakeLatency' -benchtime 40x ./store/pgx/
 	$(GO) test -run '^$$' -bench 'SweepInstances' -benchtime 3x -count 3 ./store/pgx/
 

@@ -232,4 +232,11 @@ var pgxMutants = []Mutant{
 		Desc:   "Prune trusts its statement: a deleted row the core would not prune commits instead of rolling the batch back",
 		Breaks: "Store.Prune (\"the core still decides\"); doc.go Background work",
 	},
+	{
+		ID: "pgx-readfirst-signal-inverted", File: "store/pgx/readfirst.go",
+		Old:    "\tif found {\n\t\ttarget = foundOne\n\t}",
+		New:    "\tif !found {\n\t\ttarget = foundOne\n\t}",
+		Desc:   "the adaptive reserve counts misses as hits: retries pay for the insert-or-read, new keys for a read first (cost only: both ways end in core.Step)",
+		Breaks: "issue 25 §1 (replays by default at a plain read's cost, new keys not paying for it)",
+	},
 }

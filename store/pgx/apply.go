@@ -96,7 +96,8 @@ func checked(before *core.Record, ev core.Event, p *core.Policy, now time.Time, 
 
 // Apply implements store.Applier. A reserve costs one round trip whether
 // it creates the record or finds one that needs no write (a replay, a key
-// in flight, a mismatch); a reserve that must change an existing record
+// in flight, a mismatch), except a new key's while the driver reads first
+// (two: readfirst.go); a reserve that must change an existing record
 // costs one more. Other events load, step and write (two).
 func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
 	return ops{s: s, q: s.pool}.apply(ctx, scope, ev, p, out)
@@ -132,17 +133,15 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 		now      time.Time
 		r        row
 	)
-	if o.s.opt.ReadFirst {
-		dest := r.dest(append(make([]any, 0, 17), &now))
-		err = o.run(ctx, func() error {
-			var v argv
-			return o.q.QueryRow(ctx, o.s.sql.read.sql, o.s.sql.read.args(v.scope(scope.Tenant, scope.Principal, scope.UseCase, scope.Key))...).Scan(dest...)
-		})
-		switch {
-		case err == nil:
-			return o.reserveExisting(ctx, scope, ev, p, now.UTC(), &r, out)
-		case !errors.Is(err, pgx.ErrNoRows):
-			return classify(ctx, "reserve", err)
+	readFirst := o.s.readsFirst()
+	if readFirst {
+		found, err := o.read(ctx, scope, &now, &r)
+		if err != nil {
+			return err
+		}
+		o.s.observeReserve(found)
+		if found {
+			return o.reserveExisting(ctx, scope, ev, p, now, &r, out)
 		}
 		// absent: insert it (or read what a concurrent insert left)
 	}
@@ -158,6 +157,9 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 	if err != nil {
 		return classify(ctx, "reserve", err)
 	}
+	if !readFirst {
+		o.s.observeReserve(!inserted)
+	}
 	now = now.UTC()
 	if inserted {
 		got := core.Record{Scope: scope}
@@ -167,6 +169,24 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 		return checked(&absent, ev, p, now, got.Token, &got, out)
 	}
 	return o.reserveExisting(ctx, scope, ev, p, now, &r, out)
+}
+
+// read is a reserve's plain read of scope's record (Options.ReadFirst, or
+// the adaptive choice): found says whether there is one, in r, read at now.
+func (o ops) read(ctx context.Context, scope core.Scope, now *time.Time, r *row) (found bool, err error) {
+	dest := r.dest(append(make([]any, 0, 17), now))
+	err = o.run(ctx, func() error {
+		var v argv
+		return o.q.QueryRow(ctx, o.s.sql.read.sql, o.s.sql.read.args(v.scope(scope.Tenant, scope.Principal, scope.UseCase, scope.Key))...).Scan(dest...)
+	})
+	switch {
+	case err == nil:
+		*now = now.UTC()
+		return true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	}
+	return false, classify(ctx, "reserve", err)
 }
 
 // reserveExisting steps a reserve over the existing record r, read at now

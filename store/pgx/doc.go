@@ -23,7 +23,8 @@
 // statement that inserts the record or reads the existing one (a replay is
 // that one statement: a primary-key read, no lock, no sequence), and the
 // executor's completion of the attempt it holds is one fenced UPDATE
-// (store.HeldApplier). A lost race costs one more. A reserve that must
+// (store.HeldApplier); while the driver reads first (see Replays) a new
+// key's reserve is two. A lost race costs one more. A reserve that must
 // write over an existing record (a retry after a failure, a key reused
 // after expiry) loads it again for a fresh token: two more. Statements
 // compute the database's clock and the token in SQL; the driver then checks
@@ -57,8 +58,15 @@
 // bounded batches (one statement, rows held by others skipped, each deleted
 // row checked against core.Step before the commit), far cheaper than the
 // sweeper's delete of each; a service runs it in a loop beside its Sweeper.
-// Options.ReadFirst trades a round trip of each new key for a plain SELECT
-// on each replay.
+//
+// # Replays
+//
+// A replay is one round trip either way, but the insert-or-read statement
+// costs PostgreSQL and the client much more than a plain SELECT by key. So
+// the driver reads first while most of its recent reserves found a record
+// (traffic of retries), and otherwise sends the insert-or-read at once
+// (traffic of new keys, which a read would cost a round trip each).
+// Options.ReadFirst reads first always.
 //
 // # Time and tokens
 //

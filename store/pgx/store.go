@@ -46,18 +46,26 @@ type Options struct {
 	// or a reconciler; give each worker of one process its own Store if they
 	// must not overlap either.
 	DueClaim time.Duration
-	// ReadFirst makes a reserve read the record with a plain SELECT by its
-	// key first, and send the insert-or-read statement only when there is
-	// none. A replay (or a key in flight) is then the cheapest statement
-	// PostgreSQL has, which on a small machine about doubles replays per
-	// second over the insert-or-read (see BENCHMARKS.md), while a new key
-	// costs one more round trip (three end to end instead of two). For
-	// services whose traffic is mostly retries; off by default.
+	// ReadFirst makes every reserve read the record with a plain SELECT by
+	// its key first, and send the insert-or-read statement only when there
+	// is none: a replay (or a key in flight) is then the cheapest statement
+	// PostgreSQL has, and a new key costs one more round trip (three end to
+	// end instead of two). Without it (the default) the driver reads first
+	// only while about three in four of its recent reserves found a record
+	// (readfirst.go): replays cost the plain read under traffic of
+	// retries, and new keys two round trips under traffic of new keys. Set
+	// it when replays must cost the plain read even while they are a
+	// minority of the traffic.
 	ReadFirst bool
 	// SerializationRetries is how many times a statement that failed with a
 	// serialization failure (40001) or a deadlock (40P01), and so changed
 	// nothing, is sent again before the error is returned. 3 if zero.
 	SerializationRetries int
+	// readFirst overrides the default (adaptive) choice of a reserve's
+	// first statement when ReadFirst is false: benchmarks measure the
+	// insert-or-read alone (readFirstNever), tests take both ways in one
+	// history (readFirstRandom).
+	readFirst readFirstMode
 	// unfencedCompletion plants a bug for the chaos harness's self-test:
 	// the held path (ApplyHeld: the executor's completion, failure or mark
 	// unknown of its attempt) writes the core's step of the held record
@@ -118,6 +126,9 @@ type Store struct {
 	sql    statements
 	listen *listener
 	closed sync.Once
+	// readFirst and found choose a reserve's first statement (readfirst.go).
+	readFirst readFirstMode
+	found     foundShare
 	// instance tells this Store's Due claims from other instances' (see
 	// Options.DueClaim): random, so that two processes never share one.
 	instance int64
@@ -157,7 +168,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
 	case v > SchemaVersion:
 		return nil, fmt.Errorf("pgxstore: table %s is at schema version %d, newer than this package's %d: upgrade github.com/idemkit/idem", n.qualified, v, SchemaVersion)
 	}
-	s := &Store{pool: pool, n: n, opt: o, sql: newStatements(n), instance: int64(rand.Uint64() >> 1)}
+	s := &Store{pool: pool, n: n, opt: o, sql: newStatements(n), instance: int64(rand.Uint64() >> 1), readFirst: o.readFirst}
+	if o.ReadFirst {
+		s.readFirst = readFirstAlways
+	}
 	if o.PollInterval > 0 {
 		s.listen = newListener(pool, n.channel)
 	}
