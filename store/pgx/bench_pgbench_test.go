@@ -234,12 +234,18 @@ func pgbenchEnv(db *testDB) []string {
 }
 
 // pgbenchSchema creates pgbench's table in db's schema and loads its
-// million completed rows, as run.sh does (schema.sql, reset.sql).
+// million completed rows, as run.sh does (schema.sql, reset.sql; with
+// IDEM_PGBENCH_SCHEMA=schema_indexed.sql, the table with the driver's
+// partial indexes, as run.sh's SCHEMA does).
 func pgbenchSchema(b *testing.B, db *testDB, dir string) {
 	if _, err := db.pool.Exec(context.Background(), "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{db.schema}.Sanitize()); err != nil {
 		b.Fatal(err)
 	}
-	for _, f := range []string{"schema.sql", "reset.sql"} {
+	schema := os.Getenv("IDEM_PGBENCH_SCHEMA")
+	if schema == "" {
+		schema = "schema.sql"
+	}
+	for _, f := range []string{schema, "reset.sql"} {
 		cmd := exec.Command("psql", dsn(), "-q", "-v", "ON_ERROR_STOP=1", "-f", f)
 		cmd.Dir, cmd.Env = dir, pgbenchEnv(db)
 		if out, err := cmd.CombinedOutput(); err != nil {
