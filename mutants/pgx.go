@@ -73,9 +73,9 @@ var pgxMutants = []Mutant{
 	// ---- tokens --------------------------------------------------------
 	{
 		ID: "pgx-reserve-template-token", File: "store/pgx/apply.go",
-		Old:    "\targs := o.s.sql.reserve.args(t.w.fill(&v, nil))\n",
-		New:    "\targs := o.s.sql.reserve.args(t.w.fill(&v, int64(t.rec.Token)))\n",
-		Desc:   "a new key's reserve stores the template's stand-in token (1) instead of the sequence's",
+		Old:    "\targs := o.s.sql.reserve.args(w.fill(&v, nil))\n",
+		New:    "\targs := o.s.sql.reserve.args(w.fill(&v, int64(w.rec.Token)))\n",
+		Desc:   "a new key's insert-or-read stores the template's stand-in token (1) instead of the sequence's",
 		Breaks: "§4 fencing token never reused, even after the record was pruned and the key reused; §6.4 fencing",
 	},
 	{
@@ -174,6 +174,13 @@ var pgxMutants = []Mutant{
 		Breaks: "store.HeldApplier (under held's version and token); §6.4 fencing",
 	},
 	{
+		ID: "pgx-update-miss-written", File: "store/pgx/ops.go",
+		Old:    "\tif errors.Is(err, pgx.ErrNoRows) {\n\t\treturn time.Time{}, false, nil\n\t}\n",
+		New:    "\tif errors.Is(err, pgx.ErrNoRows) {\n\t\treturn time.Time{}, true, nil // the statement ran\n\t}\n",
+		Desc:   "a fenced UPDATE that matched no row (its precondition failed) counts as written: a compare-and-set that lost its race succeeds, a held completion over a moved record is checked against an empty row",
+		Breaks: "store.Store CompareAndSet (ErrConflict when the record changed); store.HeldApplier; §6.4 fencing",
+	},
+	{
 		ID: "pgx-row-check-status-version", File: "store/pgx/apply.go",
 		Old:    "\tif !sameRecord(&out.Record, got) {\n",
 		New:    "\tif out.Record.Status != got.Status || out.Record.Version != got.Version {\n",
@@ -224,6 +231,13 @@ var pgxMutants = []Mutant{
 		New:    "\t\t\tRETURNING ` + recordCols + `)",
 		Desc:   "the one-statement reserve has no ON CONFLICT: of two reserves of a new key at once the loser fails with a unique violation instead of reading the winner's record",
 		Breaks: "store.Applier (Apply behaves as the load-step-write loop: the loser is InFlight); §6.7 fail closed only on outages",
+	},
+	{
+		ID: "pgx-insert-first-no-on-conflict", File: "store/pgx/sql_write.go",
+		Old:    "\t\tON CONFLICT DO NOTHING RETURNING statement_timestamp(), ` + recordCols\n",
+		New:    "\t\tRETURNING statement_timestamp(), ` + recordCols\n",
+		Desc:   "the plain insert of traffic of new keys has no ON CONFLICT: a reserve that finds a record (a retry, a key in flight, the loser of two at once) fails with a unique violation instead of reading it",
+		Breaks: "store.Applier (Apply behaves as the load-step-write loop: a replay is replayed, the loser is InFlight); §6.7 fail closed only on outages",
 	},
 	{
 		ID: "pgx-prune-trusts-statement", File: "store/pgx/prune.go",

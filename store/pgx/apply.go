@@ -96,9 +96,10 @@ func checked(before *core.Record, ev core.Event, p *core.Policy, now time.Time, 
 
 // Apply implements store.Applier. A reserve costs one round trip whether
 // it creates the record or finds one that needs no write (a replay, a key
-// in flight, a mismatch), except a new key's while the driver reads first
-// (two: readfirst.go); a reserve that must change an existing record
-// costs one more. Other events load, step and write (two).
+// in flight, a mismatch), except when its first statement guessed wrong
+// (readfirst.go: a new key while the driver reads first, a record found
+// while it inserts first: one more); a reserve that must change an
+// existing record costs one more. Other events load, step and write (two).
 func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, out *store.Applied) error {
 	return ops{s: s, q: s.pool}.apply(ctx, scope, ev, p, out)
 }
@@ -107,7 +108,7 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 // of the attempt the caller holds is one fenced UPDATE, one round trip.
 // When the record is no longer the one held (a heartbeat moved it on, or
 // another attempt took it), the UPDATE writes nothing and the event is
-// applied as Apply would (at most two more).
+// applied as Apply would (two more).
 func (s *Store) ApplyHeld(ctx context.Context, held *core.Record, ev core.Event, p *core.Policy, out *store.Applied) error {
 	return ops{s: s, q: s.pool}.applyHeld(ctx, held, ev, p, out)
 }
@@ -128,13 +129,12 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 	if !ok || t.tr.Write.Kind != core.WriteInsert {
 		return o.loop(ctx, scope, ev, p, out)
 	}
-	var (
-		inserted bool
-		now      time.Time
-		r        row
-	)
-	readFirst := o.s.readsFirst()
-	if readFirst {
+	switch o.s.reserveWay() {
+	case wayInsert:
+		return o.insertFirst(ctx, scope, ev, p, &t.w, out)
+	case wayRead:
+		var now time.Time
+		var r row
 		found, err := o.read(ctx, scope, &now, &r)
 		if err != nil {
 			return err
@@ -144,11 +144,24 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 			return o.reserveExisting(ctx, scope, ev, p, now, &r, out)
 		}
 		// absent: insert it (or read what a concurrent insert left)
+		return o.insertOrRead(ctx, scope, ev, p, &t.w, false, out)
 	}
-	var v argv
-	args := o.s.sql.reserve.args(t.w.fill(&v, nil))
+	return o.insertOrRead(ctx, scope, ev, p, &t.w, true, out)
+}
+
+// insertOrRead sends the insert-or-read (reserveSQL) of the reserve's
+// write w; observe says whether what it finds feeds the adaptive choice
+// (not after a read that did).
+func (o ops) insertOrRead(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, w *write, observe bool, out *store.Applied) error {
+	var (
+		inserted bool
+		now      time.Time
+		r        row
+		v        argv
+	)
+	args := o.s.sql.reserve.args(w.fill(&v, nil))
 	dest := r.dest(append(make([]any, 0, 18), &inserted, &now))
-	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve.sql, args...).Scan(dest...) })
+	err := o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve.sql, args...).Scan(dest...) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent insert won after this statement's snapshot: the
 		// record exists but was not visible. Load it (one more round trip).
@@ -157,18 +170,56 @@ func (o ops) apply(ctx context.Context, scope core.Scope, ev core.Event, p *core
 	if err != nil {
 		return classify(ctx, "reserve", err)
 	}
-	if !readFirst {
+	if observe {
 		o.s.observeReserve(!inserted)
 	}
-	now = now.UTC()
 	if inserted {
-		got := core.Record{Scope: scope}
-		if err := r.record(&got); err != nil {
-			return err
-		}
-		return checked(&absent, ev, p, now, got.Token, &got, out)
+		return checkedInsert(scope, ev, p, now, &r, out)
+	}
+	return o.reserveExisting(ctx, scope, ev, p, now.UTC(), &r, out)
+}
+
+// insertFirst sends the plain insert (insertNewSQL) of the reserve's write
+// w, and reads the record when the scope has one (one more round trip).
+func (o ops) insertFirst(ctx context.Context, scope core.Scope, ev core.Event, p *core.Policy, w *write, out *store.Applied) error {
+	var (
+		now time.Time
+		r   row
+		v   argv
+	)
+	args := o.s.sql.insertNew.args(w.fill(&v, nil))
+	dest := r.dest(append(make([]any, 0, 17), &now))
+	err := o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.insertNew.sql, args...).Scan(dest...) })
+	if err == nil {
+		o.s.observeReserve(false)
+		return checkedInsert(scope, ev, p, now, &r, out)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return classify(ctx, "reserve", err)
+	}
+	o.s.observeReserve(true)
+	found, err := o.read(ctx, scope, &now, &r)
+	if err != nil {
+		return err
+	}
+	if !found {
+		// Deleted since the insert saw it (a sweep, a prune): start over
+		// by load, step and write.
+		return o.loop(ctx, scope, ev, p, out)
 	}
 	return o.reserveExisting(ctx, scope, ev, p, now, &r, out)
+}
+
+// checkedInsert checks the row r a reserve's statement inserted at now
+// against the core's step of the reserve over the absent record, with the
+// token the row got from the sequence.
+func checkedInsert(scope core.Scope, ev core.Event, p *core.Policy, now time.Time, r *row, out *store.Applied) error {
+	got := core.Record{Scope: scope}
+	if err := r.record(&got); err != nil {
+		return err
+	}
+	absent := core.Record{Scope: scope}
+	return checked(&absent, ev, p, now.UTC(), got.Token, &got, out)
 }
 
 // read is a reserve's plain read of scope's record (Options.ReadFirst, or
@@ -240,43 +291,10 @@ func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p 
 			if written {
 				return checked(&before, ev, p, now, 0, &got, out)
 			}
-			if !now.IsZero() {
-				// Not held any more: step the record the statement found,
-				// at its time, and write that (one more round trip).
-				return o.stepWrite(ctx, &got, ev, p, now, out)
-			}
+			// Not held any more: apply ev to the record as it is.
 		}
 	}
 	return o.loop(ctx, before.Scope, ev, p, out)
-}
-
-// stepWrite steps cur (just read, at now) with ev, writes the result under
-// its precondition, and on a lost race applies ev by the loop.
-func (o ops) stepWrite(ctx context.Context, cur *core.Record, ev core.Event, p *core.Policy, now time.Time, out *store.Applied) error {
-	ev.Now = now
-	*out = store.Applied{Before: cur.Status, Record: *cur, Now: now}
-	tr, err := core.Step(&out.Record, &ev, p)
-	if err != nil {
-		if store.DriverBug(err) {
-			return fmt.Errorf("pgxstore: %v: %w", ev.Kind, err)
-		}
-		return err
-	}
-	out.Transition = tr
-	switch tr.Write.Kind {
-	case core.WriteNone:
-		return nil
-	case core.WriteUpdate:
-		err = o.compareAndSet(ctx, &out.Record, tr.Write.ExpectVersion, tr.Write.ExpectToken)
-	case core.WriteDelete:
-		err = o.delete(ctx, cur.Scope, tr.Write.ExpectVersion, tr.Write.ExpectToken)
-	case core.WriteInsert:
-		return fmt.Errorf("pgxstore: driver bug: the core asked to insert over a stored %v record: %w", cur.Status, core.ErrInvalidRecord)
-	}
-	if errors.Is(err, store.ErrConflict) {
-		return o.loop(ctx, cur.Scope, ev, p, out) // lost a race: load and step again
-	}
-	return err
 }
 
 // loop applies ev by load, step and compare-and-set (store.Op), returning

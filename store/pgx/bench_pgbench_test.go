@@ -44,8 +44,10 @@ type pgbenchLoad struct {
 // in an order of its own (a random one), so that a shared machine's load
 // falls on all alike and none always follows the same other.
 // Through Do: the default (the adaptive choice of readfirst.go), the
-// insert-or-read alone (the default before issue 25) and ReadFirst; and a
-// plain SELECT of the record through pgx, Go's floor for a replay. It
+// insert-or-read alone (the default reserve before issue 25; its
+// completion is the default's plain UPDATE since issue 25 §2) and
+// ReadFirst; and straight through pgx, Go's floors: a plain SELECT of the
+// record for a replay, the driver's two statements for a new key. It
 // reports each load's median req/s and the ratios of medians the targets
 // are about (and the median of each round's ratio).
 func BenchmarkAgainstPgbench(b *testing.B) {
@@ -61,7 +63,7 @@ func benchAgainstPgbench(b *testing.B, db *testDB, dir string, clients int) {
 	// One default Store takes both kinds of traffic, turn after turn, as a
 	// service's does: its choice adapts at each change of turn.
 	stores := pgbenchStores(b, db)
-	loads := append(pgbenchReplayLoads(b, db, dir, stores), pgbenchNewKeyLoads(dir, db, stores)...)
+	loads := append(pgbenchReplayLoads(b, db, dir, stores), pgbenchNewKeyLoads(b, dir, db, stores)...)
 	for b.Loop() {
 		for _, j := range rand.Perm(len(loads)) {
 			runtime.GC()
@@ -83,6 +85,7 @@ func benchAgainstPgbench(b *testing.B, db *testDB, dir string, clients int) {
 		{"replay", "pgbench-d_replay"}, {"replay-insert-or-read", "pgbench-d_replay"}, {"replay-readfirst", "pgbench-d_replay"},
 		{"select", "pgbench-d_replay"}, {"newkey", "pgbench-b_lifecycle"}, {"newkey-insert-or-read", "pgbench-b_lifecycle"},
 		{"newkey-readfirst", "pgbench-b_lifecycle"}, {"newkey", "newkey-insert-or-read"}, {"replay", "replay-insert-or-read"},
+		{"newkey-floor", "pgbench-b_lifecycle"}, {"newkey", "newkey-floor"},
 	} {
 		b.ReportMetric(medians[r[0]]/medians[r[1]], r[0]+"/"+r[1])
 		num, den := byName(r[0]).rounds, byName(r[1]).rounds
@@ -134,18 +137,23 @@ func pgbenchReplayLoads(b *testing.B, db *testDB, dir string, stores [3]*idemSto
 
 // pgbenchNewKeyLoads are the new key's: pgbench's b_lifecycle_autocommit;
 // a new key through Do by default, by the insert-or-read alone, and
-// reading first.
-func pgbenchNewKeyLoads(dir string, db *testDB, stores [3]*idemStore) []*pgbenchLoad {
+// reading first; and the driver's two statements of a new key straight
+// through pgx (floorStatements), the floor of Do.
+func pgbenchNewKeyLoads(b *testing.B, dir string, db *testDB, stores [3]*idemStore) []*pgbenchLoad {
 	def, before, rf := stores[0], stores[1], stores[2]
-	newKey := func(s *idemStore) func(int64) error {
+	numbered := func(do func(key string) error) func(int64) error {
 		prefix := benchKeyPrefix() // each load numbers its calls from 1
-		return func(i int64) error { return doOnce(s, prefix+"-"+itoa(int(i))+"-new-key-0000", idem.ResultExecuted) }
+		return func(i int64) error { return do(prefix + "-" + itoa(int(i)) + "-new-key-0000") }
+	}
+	newKey := func(s *idemStore) func(int64) error {
+		return numbered(func(key string) error { return doOnce(s, key, idem.ResultExecuted) })
 	}
 	return []*pgbenchLoad{
 		{name: "pgbench-b_lifecycle", run: pgbenchRun(db, dir, "b_lifecycle_autocommit")},
 		{name: "newkey", run: goLoad(newKey(def))},
 		{name: "newkey-insert-or-read", run: goLoad(newKey(before))},
 		{name: "newkey-readfirst", run: goLoad(newKey(rf))},
+		{name: "newkey-floor", run: goLoad(numbered(floorStatements(b, def.Store, false, false)))},
 	}
 }
 

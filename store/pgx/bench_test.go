@@ -111,8 +111,8 @@ func BenchmarkDoReadFirst(b *testing.B) {
 }
 
 // BenchmarkDoInsertOrRead is BenchmarkDoReadFirst with every reserve
-// sent as the insert-or-read (the default before issue 25): what the
-// default's choice (readfirst.go) is measured against.
+// sent as the insert-or-read (the default reserve before issue 25): what
+// the default's choice (readfirst.go) is measured against.
 func BenchmarkDoInsertOrRead(b *testing.B) {
 	for _, c := range []int{1, 4, 16} {
 		b.Run("new/clients="+itoa(c), func(b *testing.B) { benchDo(b, c, false, Options{readFirst: readFirstNever}) })
@@ -166,29 +166,36 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}
 }
 
-// benchFloor sends the driver's own two statements (the reserve, then the
-// fenced completion) or, for a replay, the reserve alone, straight through
-// pgx: no executor, no core, no checks. It is what the driver could reach
-// at best on this machine, beside pgbench's raw SQL on its narrower table.
-// plainSelect replays with a plain SELECT of the record by its key instead
-// (d_replay's statement on the driver's table): the floor of Go and pgx.
+// benchFloor sends the driver's own statements (floorStatements) from
+// clients clients: what the driver could reach at best on this machine,
+// beside pgbench's raw SQL on its narrower table.
 func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 	db := newTestDBConns(b, int32(benchGoroutines(clients)))
-	s := db.newStore(b, Options{})
+	do := floorStatements(b, db.newStore(b, Options{}), replay, plainSelect)
+	benchClients(b, clients, replay, func(key string, _ bool) error { return do(key) })
+}
+
+// floorStatements returns a function that sends the driver's own two
+// statements of a new key for key (the plain insert, then the fenced
+// completion) or, for a replay, the insert-or-read alone, straight through
+// pgx: no executor, no core, no checks. plainSelect replays with a plain
+// SELECT of the record by its key instead (d_replay's statement on the
+// driver's table): the floor of Go and pgx.
+func floorStatements(b testing.TB, s *Store, replay, plainSelect bool) func(key string) error {
 	selectSQL := bind(`SELECT statement_timestamp(), ` + recordCols + ` FROM ` + s.n.qualified + ` WHERE ` + scopeMatch)
 	ctx := context.Background()
 	p := core.PolicyDefault()
 	// The reserve's template, as the driver computes it once per request
 	// (the core checks the scope: the benchmark's, its key replaced below).
 	var t template
-	absent := core.Record{Scope: core.Scope{Principal: "merchant", UseCase: "payments.create", Key: "the-template-key-0000"}}
+	absent := core.Record{Scope: benchScope("the-template-key-0000")}
 	if ok, err := newTemplate(&t, &absent, core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p); err != nil || !ok {
 		b.Fatal(ok, err)
 	}
-	benchClients(b, clients, replay, func(key string, replay bool) error {
+	return func(key string) error {
 		w := t.w
 		rec := *w.rec
-		rec.Scope = core.Scope{Principal: "merchant", UseCase: "payments.create", Key: key}
+		rec.Scope = benchScope(key)
 		w.rec = &rec
 		var (
 			ok  bool
@@ -197,11 +204,14 @@ func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 		)
 		var err error
 		var v argv
-		if replay && plainSelect {
+		switch {
+		case replay && plainSelect:
 			args := selectSQL.args(v.scope(rec.Scope.Tenant, rec.Scope.Principal, rec.Scope.UseCase, rec.Scope.Key))
 			err = s.pool.QueryRow(ctx, selectSQL.sql, args...).Scan(r.dest([]any{&now})...)
-		} else {
+		case replay:
 			err = s.pool.QueryRow(ctx, s.sql.reserve.sql, s.sql.reserve.args(w.fill(&v, nil))...).Scan(r.dest([]any{&ok, &now})...)
+		default:
+			err = s.pool.QueryRow(ctx, s.sql.insertNew.sql, s.sql.insertNew.args(w.fill(&v, nil))...).Scan(r.dest([]any{&now})...)
 		}
 		got := core.Record{Scope: rec.Scope}
 		if err == nil {
@@ -216,11 +226,11 @@ func benchFloor(b *testing.B, clients int, replay, plainSelect bool) {
 		w = literalWrite(&done)
 		w.fill(&v, int64(done.Token))
 		v[pChannel], v[pPayload], v[pExpectVersion], v[pExpectToken] = s.n.channel, notifyPayload(&done.Scope), int64(got.Version), int64(got.Token)
-		if err := s.pool.QueryRow(ctx, s.sql.update.sql, s.sql.update.args(&v)...).Scan(r.dest([]any{&ok, &now})...); err != nil || !ok {
-			return fmt.Errorf("completion: written %v, %v", ok, err)
+		if err := s.pool.QueryRow(ctx, s.sql.update.sql, s.sql.update.args(&v)...).Scan(r.dest([]any{&now})...); err != nil {
+			return fmt.Errorf("completion: %v", err)
 		}
 		return nil
-	})
+	}
 }
 
 // BenchmarkFloorNewKey and BenchmarkFloorReplay: the driver's statements

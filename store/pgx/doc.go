@@ -20,11 +20,13 @@
 // # Round trips
 //
 // A new key costs two round trips end to end: the reserve is one plain
-// statement that inserts the record or reads the existing one (a replay is
-// that one statement: a primary-key read, no lock, no sequence), and the
-// executor's completion of the attempt it holds is one fenced UPDATE
-// (store.HeldApplier); while the driver reads first (see Replays) a new
-// key's reserve is two. A lost race costs one more. A reserve that must
+// INSERT of the record (a replay is one statement too: a primary-key read,
+// no lock, no sequence), and the executor's completion of the attempt it
+// holds is one fenced UPDATE (store.HeldApplier). Which statement a reserve
+// sends first follows its traffic (see Replays): a guess that turns out
+// wrong (a record found by the insert, a new key by the read) costs one
+// more round trip. A completion whose precondition no longer holds (the
+// record moved on) costs two more: it loads and writes. A reserve that must
 // write over an existing record (a retry after a failure, a key reused
 // after expiry) loads it again for a fresh token: two more. Statements
 // compute the database's clock and the token in SQL; the driver then checks
@@ -62,11 +64,12 @@
 // # Replays
 //
 // A replay is one round trip either way, but the insert-or-read statement
-// costs PostgreSQL and the client much more than a plain SELECT by key. So
-// the driver reads first while most of its recent reserves found a record
-// (traffic of retries), and otherwise sends the insert-or-read at once
-// (traffic of new keys, which a read would cost a round trip each).
-// Options.ReadFirst reads first always.
+// costs PostgreSQL and the client much more than a plain SELECT by key, and
+// a new key's plain INSERT much less than the insert-or-read. So the driver
+// reads first while most of its recent reserves found a record (traffic of
+// retries), inserts first while almost none did (traffic of new keys, which
+// a read would cost a round trip each), and sends the insert-or-read in
+// between. Options.ReadFirst reads first always.
 //
 // # Time and tokens
 //

@@ -73,9 +73,8 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 }
 
 // update writes w under the (version, token) precondition and returns the
-// statement's time and the row as written. When the precondition did not
-// hold, nothing was written, ok is false and got is the record as the
-// statement found it (absent if there is none).
+// statement's time and the row as written (in got). When the precondition
+// did not hold, nothing was written and ok is false.
 func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record, unfenced bool) (now time.Time, ok bool, err error) {
 	var v argv
 	o.notifyArgs(w.fill(&v, int64(w.rec.Token)), &w.rec.Scope)
@@ -86,17 +85,16 @@ func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectT
 	}
 	sql, args := st.sql, st.args(&v)
 	var r row
-	dest := r.dest(append(make([]any, 0, 18), &ok, &now))
+	dest := r.dest(append(make([]any, 0, 17), &now))
 	err = o.run(ctx, func() error { return o.q.QueryRow(ctx, sql, args...).Scan(dest...) })
 	got.Scope = w.rec.Scope
 	if errors.Is(err, pgx.ErrNoRows) {
-		*got = core.Record{Scope: w.rec.Scope}
-		return time.Time{}, false, nil // no record at all
+		return time.Time{}, false, nil
 	}
 	if err != nil {
 		return time.Time{}, false, classify(ctx, "update", err)
 	}
-	return now.UTC(), ok, r.record(got)
+	return now.UTC(), true, r.record(got)
 }
 
 func (o ops) compareAndSet(ctx context.Context, rec *core.Record, expectVersion uint64, expectToken core.Token) error {

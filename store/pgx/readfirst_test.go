@@ -61,10 +61,11 @@ func loggedStore(t *testing.T, db *testDB, o Options) (*Store, *statementLog) {
 	return s, log
 }
 
-// TestReadFirstAdapts: by default a reserve sends the insert-or-read while
-// its traffic is new keys (two round trips a new key, none of them a
-// read), switches to the plain read once replays dominate (a replay is that
-// read alone), and switches back when new keys return.
+// TestReadFirstAdapts: by default a reserve sends the plain insert while
+// its traffic is new keys (two round trips a new key: the insert and the
+// completion), switches to the plain read once replays dominate (a replay
+// is that read alone), passing through the insert-or-read, and switches
+// back when new keys return.
 func TestReadFirstAdapts(t *testing.T) {
 	db := newTestDB(t)
 	s, log := loggedStore(t, db, Options{PollInterval: -1})
@@ -87,25 +88,14 @@ func TestReadFirstAdapts(t *testing.T) {
 	const keys = 3 * foundWindow
 	for i := range keys {
 		sent := do("adapt-"+itoa(i), idem.ResultExecuted)
-		if len(sent) != 2 || sent[0] != s.sql.reserve.sql {
-			t.Fatalf("new key %d of a run of new keys sent %d statements, the first %q: want the insert-or-read and the completion", i, len(sent), sent[0])
+		if len(sent) != 2 || sent[0] != s.sql.insertNew.sql || sent[1] != s.sql.update.sql {
+			t.Fatalf("new key %d of a run of new keys sent %q: want the plain insert and the completion", i, sent)
 		}
 	}
-	var first int // the first replay that was a plain read
-	for i := range keys {
-		sent := do("adapt-"+itoa(i), idem.ResultReplayed)
-		if len(sent) != 1 {
-			t.Fatalf("replay %d sent %d statements, want 1", i, len(sent))
-		}
-		if sent[0] == s.sql.read.sql && first == 0 {
-			first = i + 1
-		}
-		if first != 0 && sent[0] != s.sql.read.sql {
-			t.Fatalf("replay %d went back to the insert-or-read in a run of replays", i)
-		}
-	}
-	if first == 0 || first > 2*foundWindow {
-		t.Fatalf("replays switched to the plain read after %d of %d, want within %d", first, keys, 2*foundWindow)
+	ways := replayWays(t, s, keys, func(i int) []string { return do("adapt-"+itoa(i), idem.ResultReplayed) })
+	if ways[wayInsert] == 0 || ways[wayInsertOrRead] == 0 || ways[wayRead] < keys-2*foundWindow {
+		t.Fatalf("replays after new keys went insert first %d times, insert-or-read %d, read first %d: want each, and read first from %d on",
+			ways[wayInsert], ways[wayInsertOrRead], ways[wayRead], 2*foundWindow)
 	}
 	last := 0 // the last new key that read first
 	for i := range keys {
@@ -113,8 +103,12 @@ func TestReadFirstAdapts(t *testing.T) {
 		switch {
 		case len(sent) == 3 && sent[0] == s.sql.read.sql && sent[1] == s.sql.reserve.sql:
 			last = i + 1
-		case len(sent) != 2 || sent[0] != s.sql.reserve.sql:
+		case len(sent) == 2 && (sent[0] == s.sql.reserve.sql || sent[0] == s.sql.insertNew.sql):
+		default:
 			t.Fatalf("new key %d after replays sent %q", i, sent)
+		}
+		if i == keys-1 && sent[0] != s.sql.insertNew.sql {
+			t.Fatalf("a run of %d new keys ended on %q, want the plain insert", keys, sent[0])
 		}
 	}
 	if last == 0 || last > foundWindow {
@@ -122,38 +116,84 @@ func TestReadFirstAdapts(t *testing.T) {
 	}
 }
 
+// replayWays runs keys replays by do and counts the ways they took, which
+// must move only from inserting first to reading first (a replay inserting
+// first sends the insert and the read; any other, one statement).
+func replayWays(t *testing.T, s *Store, keys int, do func(i int) []string) (ways [wayCount]int) {
+	t.Helper()
+	prev := wayInsert
+	for i := range keys {
+		sent := do(i)
+		var w reserveWay
+		switch {
+		case len(sent) == 2 && sent[0] == s.sql.insertNew.sql && sent[1] == s.sql.read.sql:
+			w = wayInsert
+		case len(sent) == 1 && sent[0] == s.sql.reserve.sql:
+			w = wayInsertOrRead
+		case len(sent) == 1 && sent[0] == s.sql.read.sql:
+			w = wayRead
+		default:
+			t.Fatalf("replay %d sent %q", i, sent)
+		}
+		if w != prev && !(prev == wayInsert && w == wayInsertOrRead) && !(prev == wayInsertOrRead && w == wayRead) {
+			t.Fatalf("replay %d went from way %d back to way %d in a run of replays", i, prev, w)
+		}
+		prev = w
+		ways[w]++
+	}
+	return ways
+}
+
 // TestReadFirstModes: ReadFirst reads first from the start, the
-// benchmarks' readFirstNever never does, whatever the traffic.
+// benchmarks' readFirstNever always sends the insert-or-read and
+// insertFirstAlways the plain insert, whatever the traffic; the adaptive
+// choice moves between the three at its thresholds.
 func TestReadFirstModes(t *testing.T) {
 	var s Store
+	if w := s.reserveWay(); w != wayInsert {
+		t.Fatalf("a new Store's first reserve took way %d, want the plain insert", w)
+	}
 	for i := 0; i < 4*foundWindow; i++ {
 		s.observeReserve(true)
 	}
-	if !s.readsFirst() {
-		t.Fatal("a run of found records left the adaptive choice on the insert-or-read")
+	if w := s.reserveWay(); w != wayRead {
+		t.Fatalf("a run of found records left the adaptive choice on way %d", w)
 	}
-	s.readFirst = readFirstNever
-	if s.readsFirst() {
-		t.Fatal("readFirstNever read first")
+	for mode, want := range map[readFirstMode]reserveWay{readFirstNever: wayInsertOrRead, readFirstAlways: wayRead, insertFirstAlways: wayInsert} {
+		for _, found := range []bool{false, true} {
+			s := Store{readFirst: mode}
+			for range 4 * foundWindow {
+				s.observeReserve(found)
+			}
+			if w := s.reserveWay(); w != want {
+				t.Fatalf("mode %d after found=%v took way %d, want %d", mode, found, w, want)
+			}
+		}
 	}
-	s = Store{readFirst: readFirstAlways}
-	if !s.readsFirst() {
-		t.Fatal("ReadFirst did not read first")
+	share := func(found, of int) reserveWay {
+		var f foundShare
+		for range 8 * foundWindow {
+			for i := range of {
+				f.observe(i < found)
+			}
+		}
+		return f.way()
 	}
-	var f foundShare
-	for range 4 * foundWindow {
-		f.observe(true)
-		f.observe(true)
-		f.observe(false)
+	if w := share(2, 3); w != wayInsertOrRead {
+		t.Fatalf("two reserves in three finding their record took way %d, want the insert-or-read (read first from three in four)", w)
 	}
-	if f.high() {
-		t.Fatal("two reserves in three finding their record made reading first the choice, want three in four")
+	if w := share(1, 6); w != wayInsertOrRead {
+		t.Fatalf("one reserve in six finding its record took way %d, want the insert-or-read (insert first below one in eight)", w)
+	}
+	if w := share(1, 10); w != wayInsert {
+		t.Fatalf("one reserve in ten finding its record took way %d, want the plain insert", w)
 	}
 }
 
-// TestConformanceBothWays runs the suite over Stores that pick the read or
-// the insert-or-read at random on each reserve, so that one history mixes
-// them, as the adaptive choice does when it switches under load.
+// TestConformanceBothWays runs the suite over Stores that pick the read,
+// the insert-or-read or the plain insert at random on each reserve, so
+// that one history mixes them, as the adaptive choice does when it
+// switches under load.
 func TestConformanceBothWays(t *testing.T) {
 	conformance(t, Options{readFirst: readFirstRandom}, 1)
 }

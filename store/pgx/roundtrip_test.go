@@ -42,7 +42,7 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatalf("Do: %+v, %v", r, err)
 		}
 	})
-	count("replay of a completed key", 1, func() {
+	count("replay of a completed key, while the Store sees new keys (the plain insert finds it, then a read)", 2, func() {
 		r, err := ex.Do(ctx, req, action)
 		if err != nil || r.Kind != idem.ResultReplayed || !r.Response.Equal(resp) {
 			t.Fatalf("replay: %+v, %v", r, err)
@@ -57,7 +57,7 @@ func TestRoundTrips(t *testing.T) {
 		}
 	})
 	held := a.Record
-	count("reserve of a key in flight", 1, func() {
+	count("reserve of a key in flight (insert, then read)", 2, func() {
 		if err := store.Apply(ctx, s, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP}, &p, &a); err != nil || a.Transition.Decision.Kind != core.DecisionInFlight {
 			t.Fatalf("%v %v", a.Transition.Decision.Kind, err)
 		}
@@ -65,7 +65,7 @@ func TestRoundTrips(t *testing.T) {
 	if err := store.Apply(ctx, s, sc, core.Event{Kind: core.EventHeartbeat, Token: held.Token}, &p, &a); err != nil {
 		t.Fatal(err)
 	}
-	count("completion over a held record a heartbeat moved on (the refused precondition: 1 more)", 2, func() {
+	count("completion over a held record a heartbeat moved on (the refused precondition: load and write, 2 more)", 3, func() {
 		err := store.ApplyHeld(ctx, s, &held, core.Event{Kind: core.EventComplete, Token: held.Token, Response: resp}, &p, &a)
 		if err != nil || a.Transition.Decision.Kind != core.DecisionCompleted {
 			t.Fatalf("%v %v", a.Transition.Decision.Kind, err)

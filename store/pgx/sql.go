@@ -14,29 +14,21 @@ var recordColList = []string{"status", "fingerprint", "token", "version", "respo
 
 var recordCols = strings.Join(recordColList, ", ")
 
-// scopeMatch selects a scope's row; scopeMatchOf names the table alias.
-var scopeMatch = scopeMatchOf("")
-
-func scopeMatchOf(alias string) string {
-	if alias != "" {
-		alias += "."
-	}
-	return alias + `tenant = @tenant AND ` + alias + `principal = @principal AND ` +
-		alias + `use_case = @use_case AND ` + alias + `idem_key = @idem_key`
-}
+// scopeMatch selects a scope's row.
+const scopeMatch = `tenant = @tenant AND principal = @principal AND use_case = @use_case AND idem_key = @idem_key`
 
 // statements are the SQL texts of one table, built once at New from quoted
 // names only: nothing a caller passes per call is ever put into SQL text.
 // Each is written with named parameters (params.go) and bound once.
 type statements struct {
-	load, read, insert, reserve, update, unfencedUpdate, delete, waitMark statement
-	dueSweep, dueReconcile, claimSweep, claimReconcile, prune             statement
+	load, read, insert, reserve, insertNew, update, unfencedUpdate, delete, waitMark statement
+	dueSweep, dueReconcile, claimSweep, claimReconcile, prune                        statement
 }
 
 func newStatements(n *names) statements {
 	return statements{
 		load: bind(loadSQL(n)), read: bind(readSQL(n)), insert: bind(insertSQL(n)), reserve: bind(reserveSQL(n)),
-		update: bind(updateSQL(n, true)), unfencedUpdate: bind(updateSQL(n, false)),
+		insertNew: bind(insertNewSQL(n)), update: bind(updateSQL(n, true)), unfencedUpdate: bind(updateSQL(n, false)),
 		delete: bind(deleteSQL(n)), waitMark: bind(waitMarkSQL(n)),
 		dueSweep: bind(dueSQL(n, false, sweepLeaseSQL(n), sweepExpirySQL(n))), dueReconcile: bind(dueSQL(n, false, reconcileSQL(n))),
 		claimSweep: bind(dueSQL(n, true, sweepLeaseSQL(n), sweepExpirySQL(n))), claimReconcile: bind(dueSQL(n, true, reconcileSQL(n))),

@@ -63,8 +63,9 @@ type Options struct {
 	SerializationRetries int
 	// readFirst overrides the default (adaptive) choice of a reserve's
 	// first statement when ReadFirst is false: benchmarks measure the
-	// insert-or-read alone (readFirstNever), tests take both ways in one
-	// history (readFirstRandom).
+	// insert-or-read alone (readFirstNever) or the plain insert alone
+	// (insertFirstAlways), tests take every way in one history
+	// (readFirstRandom).
 	readFirst readFirstMode
 	// unfencedCompletion plants a bug for the chaos harness's self-test:
 	// the held path (ApplyHeld: the executor's completion, failure or mark
