@@ -11,7 +11,9 @@ import { createMemoryStore } from './memstore.mjs';
 import { createPgStore } from './pgstore.mjs';
 import { dsn, migratedSchema } from './testdata/pgschema.mjs';
 
-const core = await load();
+// IDEM_BENCH_WASM=FILE: another build of the module (an unstripped one, so
+// that a profile names the guest's functions).
+const core = await load(process.env.IDEM_BENCH_WASM ? { wasm: process.env.IDEM_BENCH_WASM } : {});
 const policy = policyDefault();
 const fingerprint = createHash('sha256').update('bench').digest();
 const response = { statusCode: 201, headers: null, body: new TextEncoder().encode('{"paymentId":"p_1","status":"created"}') };

@@ -65,8 +65,18 @@ export function createExecutor({ core, store, policy, outcomeTimeout = 0n, heart
   async function run(flow, scope, sent, action, signal) {
     const attempt = flow.next.attempt;
     const lease = flow.lease(sent);
-    const controller = new AbortController();
-    const abortWith = (reason) => { if (!controller.signal.aborted) controller.abort(reason); };
+    // The action's signal is made when the action first reads it: most
+    // actions never do, and a controller per request cost a new key a
+    // twentieth of the host's time. Until then an abort is kept, and the
+    // signal is made aborted with its reason.
+    let controller = null;
+    let aborted = false;
+    let reason;
+    const abortWith = (why) => { if (!aborted) { aborted = true; reason = why; controller?.abort(why); } };
+    const signalOf = () => {
+      if (controller === null) { controller = new AbortController(); if (aborted) controller.abort(reason); }
+      return controller.signal;
+    };
     const onCallerAbort = () => abortWith(signal.reason);
     if (signal?.aborted) onCallerAbort(); else signal?.addEventListener('abort', onCallerAbort, { once: true });
     let stopped = false;
@@ -83,6 +93,7 @@ export function createExecutor({ core, store, policy, outcomeTimeout = 0n, heart
     };
     const beat = async () => {
       if (stopped) return;
+      armTell(); // from the first beat on, the tell's timer stays armed: a hung beat must not hold it back
       const beatSent = clock();
       const timeout = lease.beatTimeout(beatSent);
       let a; let err = null;
@@ -96,10 +107,14 @@ export function createExecutor({ core, store, policy, outcomeTimeout = 0n, heart
       if (next > 0n) beatTimer = setTimeout(beat, msOf(next));
     };
     beatTimer = setTimeout(beat, msOf(lease.interval));
-    armTell();
+    // The tell's timer waits for the first beat when that beat is due
+    // first: most actions end before either, and a second timer per
+    // request (each at a delay of its own, a list of its own among Node's
+    // timers) cost more than the first.
+    if (lease.tellBy !== null && clock() + lease.interval >= lease.tellBy) armTell();
     let response; let failure = null;
     try {
-      response = await action({ signal: controller.signal, attempt });
+      response = await action({ get signal() { return signalOf(); }, attempt });
     } catch (err) {
       failure = err;
     } finally {

@@ -148,6 +148,21 @@ test('heartbeats keep a long action\'s lease; a lease no heartbeat extends abort
   assert.ok(abortedAfter !== null && abortedAfter < 600, `aborted after ${abortedAfter} ms, the lease was 600 ms`);
 });
 
+test('a heartbeat due after the lease ends: the action is still told by the lease\'s end', async () => {
+  // Beats every 10 s over a lease of 600 ms: the first beat comes too
+  // late, and the tell's timer must not wait for it.
+  const policy = { ...policyDefault(), leaseDuration: 600n * MS };
+  const ex = createExecutor({ core, store: createMemoryStore(core), policy, heartbeatInterval: 10_000n * MS });
+  const started = Date.now();
+  let abortedAfter = null;
+  await assert.rejects(ex.do(request(), async ({ signal }) => {
+    await Promise.race([new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })), sleep(2000)]);
+    abortedAfter = signal.aborted ? Date.now() - started : null;
+    throw signal.reason ?? new Error('never told');
+  }), (err) => err.code === 'outcome_unknown');
+  assert.ok(abortedAfter !== null && abortedAfter < 600, `aborted after ${abortedAfter} ms, the lease was 600 ms`);
+});
+
 test('a caller gone while its reserve was under way, which the store applied, frees the key through its action', async () => {
   const { ex } = setup({}, (s) => ({ ...s, apply: async (...a) => { if (a[1].kind === EventKind.Reserve) await sleep(100); return s.apply(...a); } }));
   const req = request();

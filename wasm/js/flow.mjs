@@ -10,8 +10,9 @@
 
 import { _abi, ERROR_CODES, IdemError, IdemInputError, MalformedAnswerError, TrapError } from './idem.mjs';
 
-const { Writer, Reader, object, responseFields, refusal, NANOS } = _abi;
+const { Writer, Reader, object, responseFields, scopeFields, refusal, NANOS } = _abi;
 const RAN_RESPONSE = responseFields('response');
+const REQUEST_SCOPE = scopeFields('request');
 
 /** What a Flow asks of its host (Effect.kind). */
 export const EffectKind = Object.freeze({ Apply: 1, Run: 2, Wait: 3, Answer: 4 });
@@ -191,13 +192,13 @@ export function beginFlow(core, config, request) {
   w.policy(config.policy);
   w.i64(config.outcomeTimeout ?? 0n, 'config.outcomeTimeout');
   w.i64(config.heartbeatInterval ?? 0n, 'config.heartbeatInterval');
-  w.scope({ ...request, tenant: request.tenant ?? '' }, 'request');
+  w.scope(request, REQUEST_SCOPE, request.tenant ?? '');
   w.fingerprint(request.fingerprint, 'request.fingerprint');
-  const { answer, generation } = core._flow(w);
+  const { answer, generation, call } = core._flow(w);
   const got = readEffect(answer);
   if (got.refused) throw got.refused;
   const f = new Flow(core, w, got.handle, generation, request, got.effect);
-  f.raw = answer;
+  f.answered(answer, call);
   return f;
 }
 
@@ -213,8 +214,19 @@ export class Flow {
     this.scope = { tenant: request.tenant ?? '', principal: request.principal, useCase: request.useCase, key: request.key };
     this.reported = null; this.heldRecord = null; this.goneReason = null;
     this.ended = false;
-    this.raw = null; // the module's last answer, as bytes (for tests)
+    this.answer = null; this.answerCall = -1; // the module's last answer, for raw
     this.set(effect);
+  }
+
+  // answered keeps the module's last answer where it lies, for raw: a copy
+  // of every answer cost the host more than its decoding.
+  answered(answer, call) { this.answer = answer; this.answerCall = call; }
+
+  /** The module's last answer, as bytes (for tests): read it before the module's next call. */
+  get raw() {
+    if (this.answer === null) return null;
+    if (this.answerCall !== this.core._calls) throw new Error('idem: Flow.raw read after another call of its module');
+    return this.answer.slice();
   }
 
   set(effect) {
@@ -253,10 +265,10 @@ export class Flow {
     write(w);
     let got;
     try {
-      const { answer, generation } = this.core._flow(w);
+      const { answer, generation, call } = this.core._flow(w);
       if (generation !== this.generation) throw new TrapError('idem/wasm: the module this flow ran in trapped and was replaced');
-      this.raw = answer;
       got = readEffect(answer);
+      this.answered(answer, call);
     } catch (err) {
       if (err instanceof IdemInputError) throw err; // the caller's value, refused before it reached the module
       this.ended = true;

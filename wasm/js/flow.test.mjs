@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { load, IdemError } from './idem.mjs';
+import { load, policyDefault, IdemError } from './idem.mjs';
 import { beginFlow, NotExecutedError, StoreRejectedError } from './flow.mjs';
 import { event, policy, record, response } from './testdata/convert.mjs';
 
@@ -146,4 +146,17 @@ test(`the module answers the Node host's reports as the native Flow (${fixture.c
     flow.close();
   }
   assert.ok(reports > 300, `only ${reports} reports: is the fixture reader broken?`);
+});
+
+test("a flow's raw answer is the module's last: read after the module's next call, it is refused, not stale", () => {
+  const request = { principal: 'p', useCase: 'payments.create', key: 'raw-key-0123456789abcdef', fingerprint: new Uint8Array(32).fill(7) };
+  const config = { policy: policyDefault() };
+  const flow = beginFlow(core, config, request);
+  const first = flow.raw;
+  assert.deepEqual(flow.raw, first, 'read twice before another call: the same bytes');
+  const other = beginFlow(core, config, request); // the module's next call overwrites the answer
+  assert.throws(() => flow.raw, /read after another call/);
+  assert.ok(other.raw.length > 0);
+  other.close();
+  flow.close();
 });

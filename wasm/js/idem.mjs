@@ -167,6 +167,11 @@ const responseFields = (prefix) => ({
   headers: `${prefix}.headers`, body: `${prefix}.body`,
 });
 const RECORD_RESPONSE = responseFields('record.response');
+// The names of a scope's fields, as responseFields.
+const scopeFields = (prefix) => ({
+  tenant: `${prefix}.tenant`, principal: `${prefix}.principal`, useCase: `${prefix}.useCase`, key: `${prefix}.key`,
+});
+const RECORD_SCOPE = scopeFields('record');
 const EVENT_RESPONSE = responseFields('event.response');
 
 function object(v, field) {
@@ -286,13 +291,14 @@ class Writer {
     this.i64(p.keyBytesMax, 'policy.keyBytesMax'); this.i64(p.requestBytesMax, 'policy.requestBytesMax');
     this.i64(p.responseBytesMax, 'policy.responseBytesMax');
   }
-  scope(r, prefix) {
-    this.str(r.tenant, `${prefix}.tenant`); this.str(r.principal, `${prefix}.principal`);
-    this.str(r.useCase, `${prefix}.useCase`); this.str(r.key, `${prefix}.key`);
+  // scope writes a scope's four strings; names are their fields' (scopeFields).
+  scope(r, names, tenant = r.tenant) {
+    this.str(tenant, names.tenant); this.str(r.principal, names.principal);
+    this.str(r.useCase, names.useCase); this.str(r.key, names.key);
   }
   record(r) {
     object(r, 'record');
-    this.scope(r, 'record');
+    this.scope(r, RECORD_SCOPE);
     this.u8(r.status, 'record.status'); this.fingerprint(r.fingerprint, 'record.fingerprint');
     this.u64(r.token, 'record.token'); this.u64(r.version, 'record.version');
     this.response(r.response, RECORD_RESPONSE); this.str(r.lastErrorCode, 'record.lastErrorCode');
@@ -317,16 +323,35 @@ class Writer {
   }
 }
 
+// views are DataViews of whole buffers, made once per buffer: an answer is
+// read where the module wrote it, and a DataView per answer cost more than
+// its decoding.
+const views = new WeakMap();
+function viewOf(buffer) {
+  let v = views.get(buffer);
+  if (v === undefined) views.set(buffer, (v = new DataView(buffer)));
+  return v;
+}
+
 // Reader decodes an answer (ABI.md, "Answer"), copying what it keeps.
 class Reader {
-  constructor(bytes) { this.b = bytes; this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); this.off = 0; }
+  constructor(bytes) { this.b = bytes; this.view = viewOf(bytes.buffer); this.base = bytes.byteOffset; this.off = 0; }
   need(k) { if (this.off + k > this.b.length) throw new MalformedAnswerError('truncated'); }
   u8() { this.need(1); return this.b[this.off++]; }
-  u32() { this.need(4); const v = this.view.getUint32(this.off, true); this.off += 4; return v; }
-  u64() { this.need(8); const v = this.view.getBigUint64(this.off, true); this.off += 8; return v; }
-  i64() { this.need(8); const v = this.view.getBigInt64(this.off, true); this.off += 8; return v; }
+  u32() { this.need(4); const v = this.view.getUint32(this.base + this.off, true); this.off += 4; return v; }
+  u64() { this.need(8); const v = this.view.getBigUint64(this.base + this.off, true); this.off += 8; return v; }
+  i64() { this.need(8); const v = this.view.getBigInt64(this.base + this.off, true); this.off += 8; return v; }
   raw(k) { this.need(k); const v = this.b.slice(this.off, this.off + k); this.off += k; return v; }
-  str() { return decoder.decode(this.raw(this.u32())); }
+  // str decodes a string where it lies (TextDecoder copies what it keeps);
+  // the empty string, what most answers carry, without a call.
+  str() {
+    const n = this.u32();
+    if (n === 0) return '';
+    this.need(n);
+    const v = decoder.decode(this.b.subarray(this.off, this.off + n));
+    this.off += n;
+    return v;
+  }
   time() {
     const tag = this.u8();
     if (tag === 0) return null;
@@ -478,6 +503,16 @@ export async function load(options = {}) {
 
   let inst = await instantiate();
   let generation = 0; // counts the instances made: a flow lives on one
+  let calls = 0; // counts the calls: an answer is valid until the next
+  const unpack = new DataView(new ArrayBuffer(8));
+  // The guest's memory as bytes, made again only when the memory grew (its
+  // buffer is then another).
+  let memory = null;
+  let memoryU8 = null;
+  const memoryBytes = (buffer) => {
+    if (buffer !== memory) { memory = buffer; memoryU8 = new Uint8Array(buffer); }
+    return memoryU8;
+  };
   // call writes w's first w.n bytes into the guest's input buffer, calls the
   // export name with their size and returns the answer, a view of the
   // guest's memory valid until the next call.
@@ -492,7 +527,8 @@ export async function load(options = {}) {
     let packed;
     try {
       if (n > inst.inputBytes) { inst.inputAddr = ex.idem_input(n) >>> 0; inst.inputBytes = n; }
-      new Uint8Array(ex.memory.buffer, inst.inputAddr, n).set(w.buf.subarray(0, n));
+      memoryBytes(ex.memory.buffer).set(w.buf.subarray(0, n), inst.inputAddr);
+      calls++;
       packed = ex[name](n);
     } catch (err) {
       // The instance's state is unknown after a trap: never reuse it.
@@ -502,12 +538,15 @@ export async function load(options = {}) {
       const why = typeof err === 'symbol' ? 'it exited (proc_exit)' : String(err?.message ?? err);
       throw new TrapError(`idem/wasm: the module trapped: ${why}`, { cause: err });
     }
-    const addr = Number(BigInt.asUintN(64, packed) >> 32n);
-    const len = Number(BigInt.asUintN(32, packed));
+    // (address << 32) | length, split without BigInt arithmetic (which
+    // allocates): written as 8 bytes, read as two u32.
+    unpack.setBigInt64(0, packed, true);
+    const addr = unpack.getUint32(4, true);
+    const len = unpack.getUint32(0, true);
     // memory.buffer is read after the call: the guest may have grown it.
-    const memory = ex.memory.buffer;
-    if (addr + len > memory.byteLength) throw new MalformedAnswerError(`answer at ${addr}+${len} is outside the module's memory`);
-    return new Uint8Array(memory, addr, len);
+    const mem = memoryBytes(ex.memory.buffer);
+    if (addr + len > mem.length) throw new MalformedAnswerError(`answer at ${addr}+${len} is outside the module's memory`);
+    return mem.subarray(addr, addr + len);
   }
   // After a trap: the replacement being made, or the error that stopped the last one.
   let pending = null;
@@ -533,14 +572,17 @@ export async function load(options = {}) {
     },
     /**
      * Internal to this package (flow.mjs): runs the flow call w holds
-     * through idem_flow and returns a copy of the answer, with the
-     * instance's generation (a trap replaces the instance, and with it
-     * every flow it held).
+     * through idem_flow and returns the answer, a view of the module's
+     * memory valid while `call` is the core's `_calls` (decode it at once),
+     * with the instance's generation (a trap replaces the instance, and
+     * with it every flow it held).
      */
     _flow(w) {
-      const answer = call('idem_flow', w).slice();
-      return { answer, generation };
+      const answer = call('idem_flow', w);
+      return { answer, generation, call: calls };
     },
+    /** Internal to this package: the calls made so far (see _flow). */
+    get _calls() { return calls; },
     /**
      * Resolves when the instance is usable: at once, or after a trap once
      * it is replaced; rejects with a TrapError if it could not be.
@@ -557,4 +599,4 @@ export async function load(options = {}) {
  * Internal to this package: the ABI's codec, for flow.mjs (not part of the
  * API: its shape follows ABI.md, and changes with it).
  */
-export const _abi = Object.freeze({ Writer, Reader, object, zeroResponse, responseFields, refusal, NANOS, WANT, wasiClass });
+export const _abi = Object.freeze({ Writer, Reader, object, zeroResponse, responseFields, scopeFields, refusal, NANOS, WANT, wasiClass });

@@ -8,8 +8,10 @@
 // the NOTIFY Go's waiters listen for, and this store's waiters listen for
 // Go's.
 
+import pg from 'pg';
 import { absentRecord, EventKind, WriteKind } from './idem.mjs';
 import { StoreRejectedError } from './flow.mjs';
+import { Statement, exec } from './pgwire.mjs';
 
 const STATUS = ['absent', 'in_progress', 'completed', 'failed_retryable', 'unknown', 'expired'];
 const statusOf = (name) => (name === null ? 0 : STATUS.indexOf(name));
@@ -29,13 +31,21 @@ export function fnv64(...parts) {
     h0 = c0 & 0xffff; h1 = c1 & 0xffff; h2 = c2 & 0xffff; h3 = c3 & 0xffff;
   };
   for (const p of parts) {
-    const b = Buffer.from(p, 'utf8');
-    const l = b.length;
+    // An ASCII string is its own UTF-8 (keys and names are, mostly): its
+    // bytes are read without encoding it.
+    const b = isASCII(p) ? null : Buffer.from(p, 'utf8');
+    const l = b === null ? p.length : b.length;
     step(l & 255); step((l >>> 8) & 255); step((l >>> 16) & 255); step((l >>> 24) & 255);
-    for (let i = 0; i < l; i++) step(b[i]);
+    if (b === null) for (let i = 0; i < l; i++) step(p.charCodeAt(i));
+    else for (let i = 0; i < l; i++) step(b[i]);
   }
   const hex = (x) => x.toString(16).padStart(4, '0');
   return hex(h3) + hex(h2) + hex(h1) + hex(h0);
+}
+
+function isASCII(s) {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
 }
 
 const quote = (id) => `"${id.replaceAll('"', '""')}"`;
@@ -50,7 +60,10 @@ const usOf = (t) => (t === null || t === undefined ? null : String(t / 1000n));
 const RECORD_COLS = ['status', 'fingerprint', 'token', 'version', 'response_status', 'response_header_names',
   'response_header_values', 'response_body', 'response_schema_version', 'last_error_code', 'locked_until',
   'reconcile_after', 'reconcile_attempts', 'created_at', 'completed_at', 'expires_at'];
+const COL = Object.fromEntries(RECORD_COLS.map((c, i) => [c, i]));
 const TIME_INDEX = { locked_until: 0, reconcile_after: 1, created_at: 2, completed_at: 3, expires_at: 4 };
+// Where each time is among RECORD_COLS, in TIME_INDEX's order.
+const TIME_AT = Object.keys(TIME_INDEX).map((c) => COL[c]);
 const TIME_COLS = new Set(['locked_until', 'reconcile_after', 'created_at', 'completed_at', 'expires_at']);
 
 /**
@@ -145,15 +158,47 @@ function sameTransition(x, y) {
 }
 
 // sameRecord compares the core's record with the row read back.
+const SAME_FIELDS = ['status', 'token', 'version', 'lastErrorCode', 'reconcileAttempts', ...TIME_FIELDS];
+const NO_BYTES = new Uint8Array(0);
 function sameRecord(a, b) {
-  const fields = ['status', 'token', 'version', 'lastErrorCode', 'reconcileAttempts', ...TIME_FIELDS];
-  if (fields.some((f) => a[f] !== b[f])) return false;
-  if (Buffer.compare(Buffer.from(a.fingerprint), Buffer.from(b.fingerprint)) !== 0) return false;
+  if (SAME_FIELDS.some((f) => a[f] !== b[f])) return false;
+  if (Buffer.compare(a.fingerprint, b.fingerprint) !== 0) return false;
   const ra = a.response; const rb = b.response;
   return ra.statusCode === rb.statusCode && (ra.schemaVersion ?? 0) === rb.schemaVersion
-    && Buffer.compare(Buffer.from(ra.body ?? []), Buffer.from(rb.body ?? [])) === 0
-    && JSON.stringify(ra.headers ?? []) === JSON.stringify(rb.headers ?? []);
+    && Buffer.compare(ra.body ?? NO_BYTES, rb.body ?? NO_BYTES) === 0
+    && sameHeaders(ra.headers ?? [], rb.headers ?? []);
 }
+
+function sameHeaders(x, y) {
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i].name !== y[i].name || x[i].value !== y[i].value) return false;
+  return true;
+}
+
+// The columns of a row as the server writes them in text (pgwire.mjs
+// reads no types): bytea in hex (or, under another bytea_output, as pg
+// parses it), arrays by pg's parsers.
+const byteaParser = pg.types.getTypeParser(17, 'text');
+const bytesOf = (s) => (s === null ? null : s.startsWith('\\x') ? hexBytes(s) : new Uint8Array(byteaParser(s)));
+// hexBytes decodes bytea's hex output ("\\x0a1b...") into a Uint8Array of
+// its own, in JavaScript: a call into Buffer's hex decoder per column
+// cost more than the few dozen bytes it decodes.
+const HEX = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) { HEX['0123456789abcdef'.charCodeAt(i)] = i; HEX['0123456789ABCDEF'.charCodeAt(i)] = i; }
+function hexBytes(s) {
+  const u = new Uint8Array((s.length - 2) >>> 1);
+  for (let i = 0, j = 2; i < u.length; i++, j += 2) {
+    const hi = HEX[s.charCodeAt(j)] ?? -1;
+    const lo = HEX[s.charCodeAt(j + 1)] ?? -1;
+    if (hi < 0 || lo < 0) throw new Error('pgstore: a bytea column that is not hex');
+    u[i] = (hi << 4) | lo;
+  }
+  return u;
+}
+const textArrayParser = pg.types.getTypeParser(1009, 'text');
+const byteaArrayParser = pg.types.getTypeParser(1001, 'text');
+const textsOf = (s) => (s === '{}' ? [] : textArrayParser(s));
+const bytesArrayOf = (s) => (s === '{}' ? [] : byteaArrayParser(s));
 
 export function createPgStore(core, pool, { schema = 'public', table = 'idem_records' } = {}) {
   const qualified = `${quote(schema)}.${quote(table)}`;
@@ -204,44 +249,60 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     RETURNING ${NOW}, ${selectCols}`;
   const markSQL = `UPDATE ${qualified} SET waiters = true WHERE ${scopeWhere} AND version = $5 AND token = $6 RETURNING true`;
 
-  // query runs one of the statements above as a named prepared statement:
-  // pg parses and plans it once per connection, as pgx's statement cache
-  // does for Go's driver.
-  const names = new Map();
+  // query runs one of the statements above as a named prepared statement
+  // (pgwire.mjs): the server parses and plans it once per connection, as
+  // pgx's statement cache does for Go's driver. Rows are arrays, in the
+  // statement's column order.
+  const statements = new Map();
   const query = (text, values) => {
-    let name = names.get(text);
-    if (name === undefined) names.set(text, (name = `idem_${fnv64(text)}`));
-    return pool.query({ name, text, values });
+    let st = statements.get(text);
+    if (st === undefined) statements.set(text, (st = new Statement(`idem_${fnv64(text)}`, text)));
+    return exec(pool, st, values);
   };
 
-  function recordOf(s, row) {
-    if (row.status === null) return absentRecord(s);
+  // recordOf is the record in row's columns RECORD_COLS, from index at on.
+  function recordOf(s, row, at) {
+    const c = row.slice(at); // RECORD_COLS's order
+    if (c[0] === null) return absentRecord(s);
+    const names = textsOf(c[5]);
+    const values = names.length === 0 ? null : bytesArrayOf(c[6]);
     return {
       tenant: s.tenant ?? '', principal: s.principal, useCase: s.useCase, key: s.key,
-      status: statusOf(row.status), fingerprint: new Uint8Array(row.fingerprint), token: BigInt(row.token), version: BigInt(row.version),
+      status: statusOf(c[0]), fingerprint: bytesOf(c[1]), token: BigInt(c[2]), version: BigInt(c[3]),
       response: {
-        statusCode: row.response_status,
+        statusCode: Number(c[4]),
         // No headers read back as none (nil): the core takes nil and empty
         // for the same response, and the table keeps no difference.
-        headers: row.response_header_names.length === 0 ? null
-          : row.response_header_names.map((name, i) => ({ name, value: Buffer.from(row.response_header_values[i]).toString('utf8') })),
-        body: row.response_body === null ? null : new Uint8Array(row.response_body),
-        schemaVersion: Number(row.response_schema_version),
+        headers: names.length === 0 ? null : names.map((name, i) => ({ name, value: values[i].toString('utf8') })),
+        body: bytesOf(c[7]),
+        schemaVersion: Number(c[8]),
       },
-      lastErrorCode: row.last_error_code, lockedUntil: nsOf(row.locked_until), reconcileAfter: nsOf(row.reconcile_after),
-      reconcileAttempts: Number(row.reconcile_attempts),
-      createdAt: nsOf(row.created_at), completedAt: nsOf(row.completed_at), expiresAt: nsOf(row.expires_at),
+      lastErrorCode: c[9], lockedUntil: nsOf(c[10]), reconcileAfter: nsOf(c[11]), reconcileAttempts: Number(c[12]),
+      createdAt: nsOf(c[13]), completedAt: nsOf(c[14]), expiresAt: nsOf(c[15]),
     };
   }
 
   function params(r) {
     const resp = r.response;
     const headers = resp.headers ?? [];
-    return [STATUS[r.status], Buffer.from(r.fingerprint), String(r.token), String(r.version), resp.statusCode,
+    // Byte arrays go as they are: pgwire sends a view of them, not a copy.
+    return [STATUS[r.status], r.fingerprint, String(r.token), String(r.version), resp.statusCode,
       headers.map((h) => h.name), headers.map((h) => Buffer.from(h.value, 'utf8')),
-      resp.body === null || resp.body === undefined ? null : Buffer.from(resp.body), String(resp.schemaVersion ?? 0),
+      resp.body ?? null, String(resp.schemaVersion ?? 0),
       r.lastErrorCode, usOf(r.lockedUntil), usOf(r.reconcileAfter), String(r.reconcileAttempts),
       usOf(r.createdAt), usOf(r.completedAt), usOf(r.expiresAt)];
+  }
+
+  // templateArgs are a templated write's parameters: the scope, the
+  // record's columns with each time its offset from the statement's clock
+  // (null for a literal), then the five literals.
+  function templateArgs(scope, t) {
+    const args = [scope.tenant ?? '', scope.principal, scope.useCase, scope.key];
+    const p = params(t.record);
+    for (let i = 0; i < TIME_AT.length; i++) p[TIME_AT[i]] = t.times[i][0];
+    for (let i = 0; i < p.length; i++) args.push(p[i]);
+    for (let i = 0; i < t.times.length; i++) args.push(t.times[i][1]);
+    return args;
   }
 
   // write makes the core's write under its precondition; false: another
@@ -273,35 +334,39 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     }
     if (t === null || !plainReserve(event)) return template(core, absentRecord(scope), event, policy);
     const record = { ...t.record, tenant: scope.tenant ?? '', principal: scope.principal, useCase: scope.useCase, key: scope.key, fingerprint: event.fingerprint };
-    return { record, transition: t.transition, times: t.times };
+    // The statement's parameters are the probe's but for the record's
+    // scope and fingerprint: made once, and copied.
+    t.args ??= templateArgs(PROBE_SCOPE, t);
+    const args = t.args.slice();
+    args[0] = record.tenant; args[1] = record.principal; args[2] = record.useCase; args[3] = record.key;
+    args[4 + COL.fingerprint] = record.fingerprint;
+    return { record, transition: t.transition, times: t.times, args };
   }
 
-  // The LISTEN connection and the waiters by payload, made once: the first
-  // wait makes it, and every wait meanwhile awaits the same promise.
   // reserve applies a Reserve in one round trip when the scope has no
   // record (and the core's step can be sent as offsets from the clock), or
   // returns null: the caller takes the general path.
   async function reserve(scope, event, policy) {
     const t = absentTemplate(scope, event, policy);
     if (t === null || t.transition.write.kind !== WriteKind.Insert) return null;
-    const p = params(t.record);
-    RECORD_COLS.forEach((c, i) => { if (TIME_COLS.has(c)) p[i] = t.times[TIME_INDEX[c]][0]; });
-    p[RECORD_COLS.indexOf('token')] = null; // the sequence's, in the statement
-    const { rows } = await query(reserveSQL, [...scopeArgs(scope), ...p, ...t.times.map(([, lit]) => lit)]);
+    const args = t.args ?? templateArgs(scope, t);
+    args[4 + COL.token] = null; // the sequence's, in the statement
+    const { rows } = await query(reserveSQL, args);
     if (rows.length === 0) return null; // inserted by another writer after this statement's snapshot: load again
-    const row = rows[0];
-    const now = nsOf(row.now);
-    if (row.inserted) {
+    const row = rows[0]; // inserted, now, the record
+    const now = nsOf(row[1]);
+    const got = recordOf(scope, row, 2);
+    if (row[0] === 't') {
       // Step at the statement's time with the sequence's token: the row must be what the core says.
-      const ev = { ...event, now, token: BigInt(row.token) };
+      const ev = { ...event, now, token: got.token };
       const before = absentRecord(scope);
       const { transition, record } = core.step(before, ev, policy);
-      if (!sameRecord(record, recordOf(scope, row))) throw new Error('pgstore: driver bug: the row written for a reserve is not the core\'s step');
+      if (!sameRecord(record, got)) throw new Error('pgstore: driver bug: the row written for a reserve is not the core\'s step');
       return { before: before.status, record, transition, now, appliedEvent: ev };
     }
     // The scope has a record: a replay, a key in flight, a mismatch need no
     // write (and so no fresh token); anything else loads again.
-    const before = recordOf(scope, row);
+    const before = got;
     // Any token above the record's is fresh for it: a step that writes
     // nothing does not keep it.
     const ev = { ...event, now, token: before.token + 1n };
@@ -316,22 +381,19 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   async function applyHeld(scope, held, event, policy) {
     const t = template(core, held, event, policy);
     if (t === null || t.transition.write.kind !== WriteKind.Update) return null;
-    const r = t.record;
-    const offsets = t.times.map(([off]) => off);
-    const literals = t.times.map(([, lit]) => lit);
-    const p = params(r);
-    RECORD_COLS.forEach((c, i) => { if (TIME_COLS.has(c)) p[i] = offsets[TIME_INDEX[c]]; });
-    const args = [...scopeArgs(scope), ...p, ...literals, String(t.transition.write.expectVersion), String(t.transition.write.expectToken),
-      channel, fnv64(...scopeArgs(scope))];
+    const args = templateArgs(scope, t);
+    args.push(String(t.transition.write.expectVersion), String(t.transition.write.expectToken), channel, fnv64(...scopeArgs(scope)));
     const { rows } = await query(heldSQL, args);
     if (rows.length === 0) return null;
-    const now = nsOf(rows[0].now);
+    const now = nsOf(rows[0][0]); // now, the record
     const ev = { ...event, now };
     const { transition, record } = core.step(held, ev, policy);
-    if (!sameRecord(record, recordOf(scope, rows[0]))) throw new Error(`pgstore: driver bug: the row written for ${event.kind} is not the core's step`);
+    if (!sameRecord(record, recordOf(scope, rows[0], 1))) throw new Error(`pgstore: driver bug: the row written for ${event.kind} is not the core's step`);
     return { before: held.status, record, transition, now, appliedEvent: ev };
   }
 
+  // The LISTEN connection and the waiters by payload, made once: the first
+  // wait makes it, and every wait meanwhile awaits the same promise.
   let listener = null;
   function listen() {
     listener ??= (async () => {
@@ -356,9 +418,10 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
       }
       for (let attempt = 0; attempt < 16; attempt++) {
         const { rows } = await query(loadSQL, scopeArgs(scope));
-        const before = recordOf(scope, rows[0]);
-        const ev = { ...event, now: nsOf(rows[0].now) };
-        if (ev.kind === EventKind.Reserve) ev.token = BigInt(rows[0].tok);
+        const row = rows[0]; // now, a fresh token, the record
+        const before = recordOf(scope, row, 2);
+        const ev = { ...event, now: nsOf(row[0]) };
+        if (ev.kind === EventKind.Reserve) ev.token = BigInt(row[1]);
         const { transition, record } = core.step(before, ev, policy);
         if (await write(scope, transition, record)) return { before: before.status, record, transition, now: ev.now, appliedEvent: ev };
       }
