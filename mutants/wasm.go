@@ -506,6 +506,13 @@ var jsMutants = []Mutant{
 		Breaks: "pgwire.mjs (a pipelined pool answers through pg's own Query, as before the statements were the store's)",
 	},
 	{
+		ID: "js-pgstore-insert-first-found-inverted", File: "wasm/js/pgstore.mjs",
+		Old:    "      found.observe(rows.length === 0);\n",
+		New:    "      found.observe(rows.length !== 0);\n",
+		Desc:   "the Node PostgreSQL store counts a plain insert that wrote its row as a record found: traffic of new keys leaves the plain insert for the insert-or-read, and traffic of retries pays two round trips a replay",
+		Breaks: "issue 23 §4 / issue 25 §2: the reserve's first statement follows what recent reserves found (store/pgx readfirst.go, in Node)",
+	},
+	{
 		ID: "js-pgstore-fnv-latin1", File: "wasm/js/pgstore.mjs",
 		Old:    "  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;\n",
 		New:    "  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x100) return false;\n",

@@ -125,6 +125,20 @@ function template(core, before, event, policy) {
   return { record: a.record, transition: a.transition, times };
 }
 
+// FoundShare is a running share of the last 32 or so reserves that found
+// a record (Go's foundShare, store/pgx readfirst.go): while under one in
+// eight, a reserve sends the plain insert first; above, the insert-or-read,
+// which costs a replay one round trip where the insert would cost two. It
+// decides which statement runs, never what is written: both end in the
+// same step and check.
+export class FoundShare {
+  constructor() { this.share = 0; }
+
+  observe(wasFound) { this.share += ((wasFound ? 1 : 0) - this.share) / 32; }
+
+  insertFirst() { return this.share < 1 / 8; }
+}
+
 // The shapes learnt by template, per policy object.
 const shapes = new WeakMap();
 function classesOf(policy) {
@@ -238,6 +252,13 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     SELECT true AS inserted, ${NOW}, ${columns('ins')} FROM ins
     UNION ALL
     SELECT false, ${NOW}, ${columns('cur')} FROM cur`;
+  // A new key's plain insert, as Go's driver sends it while almost no
+  // reserve finds a record (store/pgx readfirst.go, issue 25 §2): no CTE,
+  // no union, so PostgreSQL sets up one plan node, not five. A record it
+  // finds returns nothing, and the reserve then sends reserveSQL.
+  const insertNewSQL = `INSERT INTO ${qualified} (tenant, principal, use_case, idem_key, ${RECORD_COLS.join(', ')}, updated_at)
+      VALUES ($1, $2, $3, $4, ${clockValues(5).join(', ')}, statement_timestamp())
+      ON CONFLICT DO NOTHING RETURNING true AS inserted, ${NOW}, ${selectCols}`;
   // An owner's event over the record it holds (the attempt's reserve left
   // it), in one round trip: the core's step written with its times as
   // offsets from the statement's clock, under the precondition.
@@ -253,6 +274,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   // (pgwire.mjs): the server parses and plans it once per connection, as
   // pgx's statement cache does for Go's driver. Rows are arrays, in the
   // statement's column order.
+  const found = new FoundShare();
   const statements = new Map();
   const query = (text, values) => {
     let st = statements.get(text);
@@ -351,7 +373,15 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     if (t === null || t.transition.write.kind !== WriteKind.Insert) return null;
     const args = t.args ?? templateArgs(scope, t);
     args[4 + COL.token] = null; // the sequence's, in the statement
-    const { rows } = await query(reserveSQL, args);
+    let rows;
+    if (found.insertFirst()) {
+      ({ rows } = await query(insertNewSQL, args));
+      found.observe(rows.length === 0);
+      if (rows.length === 0) ({ rows } = await query(reserveSQL, args)); // a record is there: read it
+    } else {
+      ({ rows } = await query(reserveSQL, args));
+      found.observe(rows.length === 0 || rows[0][0] !== 't');
+    }
     if (rows.length === 0) return null; // inserted by another writer after this statement's snapshot: load again
     const row = rows[0]; // inserted, now, the record
     const now = nsOf(row[1]);

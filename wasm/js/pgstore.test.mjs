@@ -111,3 +111,31 @@ test("fnv64 is store/pgx's hashStrings (the NOTIFY channel and payload Go and No
   ];
   for (const [parts, hash] of vectors) assert.equal(fnv64(...parts), hash, JSON.stringify(parts));
 });
+
+test('a reserve inserts first while almost none finds a record, and sends the insert-or-read once most do (FoundShare)', async () => {
+  const sent = [];
+  const counting = new Proxy(pool, {
+    get(target, name) {
+      if (name === 'query') return (q, ...rest) => { sent.push(typeof q === 'string' ? q : q.text); return target.query(q, ...rest); };
+      const v = target[name];
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const s = createPgStore(core, counting, { schema });
+  try {
+    const ex = createExecutor({ core, store: s, policy });
+    const calls = { n: 0 };
+    const firstOf = (texts) => texts.find((t) => /^\s*(WITH cur|INSERT INTO)/.test(t)).trim().slice(0, 8);
+    const req = request();
+    sent.length = 0;
+    assert.equal((await ex.do(req, charge(calls))).kind, ResultKind.Executed);
+    assert.equal(firstOf(sent), 'INSERT I', 'a new key on a fresh store: the plain insert');
+    for (let i = 0; i < 40; i++) assert.equal((await ex.do(req, charge(calls))).kind, ResultKind.Replayed);
+    sent.length = 0;
+    assert.equal((await ex.do(request(), charge(calls))).kind, ResultKind.Executed);
+    assert.equal(firstOf(sent), 'WITH cur', 'after 40 replays: the insert-or-read');
+    assert.equal(calls.n, 2);
+  } finally {
+    await s.close();
+  }
+});
