@@ -160,12 +160,22 @@ func (l *live) view(meta *opMeta, call *liveCall) store.Store {
 type liveStore struct {
 	l     *live
 	inner store.Store
+	// locked, when set, runs under the lock just before each call: an
+	// Apply's way to name its event to the view (opMeta) in the same
+	// instant as each store call it makes. The Do's main path and its
+	// heartbeat share one opMeta, so an event named earlier (injectDo)
+	// may be the other's by the time a write of the compare-and-set path,
+	// which carries no event, is attributed.
+	locked func()
 }
 
 // call makes do under the lock and sleeps the store's latency after it.
 func (s liveStore) call(do func()) {
 	w := s.l.lock()
 	lat := w.storeLatency()
+	if s.locked != nil {
+		s.locked()
+	}
 	do()
 	s.l.unlock()
 	time.Sleep(time.Duration(lat))
@@ -221,10 +231,14 @@ func (v liveView) Apply(ctx context.Context, scope core.Scope, ev core.Event, p 
 	if v.call != nil && v.l.plant.outcomeOnCallerCtx && v.call.acted {
 		ctx = v.call.ctx
 	}
+	ls := v.liveStore
+	if c := v.call; c != nil {
+		ls.locked = func() { c.meta.event, c.meta.attempt = ev.Kind, c.token }
+	}
 	if v.fast != nil {
-		v.liveStore.call(func() { err = v.fast.Apply(ctx, scope, ev, p, out) })
+		ls.call(func() { err = v.fast.Apply(ctx, scope, ev, p, out) })
 	} else {
-		err = store.Apply(ctx, v.liveStore, scope, ev, p, out) // liveStore is no Applier: load, step, write
+		err = store.Apply(ctx, ls, scope, ev, p, out) // liveStore is no Applier: load, step, write
 	}
 	v.l.heard(v.call, ev, out, err, sent)
 	return err
