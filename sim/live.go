@@ -228,7 +228,7 @@ func (v liveView) Apply(ctx context.Context, scope core.Scope, ev core.Event, p 
 	if v.call != nil && v.call.injectDo(ev) {
 		return &store.Error{Method: store.MethodApply, Err: errStoreDown}
 	}
-	if v.call != nil && v.l.plant.outcomeOnCallerCtx && v.call.acted {
+	if v.call != nil && v.l.plant.outcomeOnCallerCtx && v.call.hasActed() {
 		ctx = v.call.ctx
 	}
 	ls := v.liveStore

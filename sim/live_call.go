@@ -127,6 +127,14 @@ func (l *live) newCall(req *request) *liveCall {
 	return c
 }
 
+// hasActed reports whether the call's action has ended, under the lock
+// (its heartbeat's store calls ask while the action may be ending).
+func (c *liveCall) hasActed() bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return c.acted
+}
+
 // injectDo is the Do schedules' store faults, before ev applies: true
 // fails the call (nothing applied). It also tells the store's view which
 // event the call applies, for the fencing check.
