@@ -136,13 +136,12 @@ func (c *liveCall) hasActed() bool {
 }
 
 // injectDo is the Do schedules' store faults, before ev applies: true
-// fails the call (nothing applied). It also tells the store's view which
-// event the call applies, for the fencing check.
+// fails the call (nothing applied). The store's view learns the event from
+// liveView.Apply, under the lock of each store call it makes.
 func (c *liveCall) injectDo(ev core.Event) bool {
 	l := c.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c.meta.event, c.meta.attempt = ev.Kind, c.token
 	switch ev.Kind {
 	case core.EventReserve:
 		if c.reserves++; c.reserves == c.reserveDownAt {
