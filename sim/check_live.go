@@ -146,21 +146,24 @@ func (l *live) actionEnded(a *actionRun) {
 	}
 	slack := max(w.policy.LeaseDuration/3, 10*time.Millisecond)
 	// Half a lease past its end: a timer of a busy host fires late, an
-	// action that is never told runs on for a lease and more.
-	if late := l.now().Sub(c.leaseEnd); late > max(w.policy.LeaseDuration/2, 20*time.Millisecond) {
+	// action that is never told runs on for a lease and more. The host's
+	// stalls since the lease's end (measured, live_lag.go) are the host's,
+	// not Do's.
+	stalled := l.stalledSince(c.leaseEnd)
+	if late := l.now().Sub(c.leaseEnd); late > max(w.policy.LeaseDuration/2, 20*time.Millisecond)+stalled {
 		// SPEC §5: told no later than the lease's end as the executor
 		// last knew it, whatever the store does (a stalled or hung
 		// heartbeat included).
-		w.check.failAs(invExecutor, c.req.scope, "attempt %d's lease ended at %v, but its action ran on uncancelled for %v",
-			c.token, fmtTime(int64(c.leaseEnd.Sub(epoch))), late)
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d's lease ended at %v, but its action ran on uncancelled for %v (the host stalled %v of it)",
+			c.token, fmtTime(int64(c.leaseEnd.Sub(epoch))), late, stalled)
 		return
 	}
 	if c.lostAt.IsZero() {
 		return
 	}
-	if late := l.now().Sub(c.lostAt); late > slack {
-		w.check.failAs(invExecutor, c.req.scope, "attempt %d's heartbeat found the record no longer its own at %v, but its action ran on uncancelled for %v",
-			c.token, fmtTime(int64(c.lostAt.Sub(epoch))), late)
+	if late, stalled := l.now().Sub(c.lostAt), l.stalledSince(c.lostAt); late > slack+stalled {
+		w.check.failAs(invExecutor, c.req.scope, "attempt %d's heartbeat found the record no longer its own at %v, but its action ran on uncancelled for %v (the host stalled %v of it)",
+			c.token, fmtTime(int64(c.lostAt.Sub(epoch))), late, stalled)
 	}
 }
 

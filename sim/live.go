@@ -81,6 +81,10 @@ type live struct {
 	// scheduleRate is liveScheduleRate, or more for the tests.
 	scheduleRate float64
 	plant        livePlants // set only by the tests that show a checker catches them
+	lag          hostLag    // the host's stalls, which widen the real-time bounds (live_lag.go)
+	// giveUpAfter is when, from the start, the run gives up converging
+	// unless the host stalled (inTime); set before the clients start.
+	giveUpAfter time.Duration
 }
 
 // livePlants are bugs the live checker tests plant in a run, each where
@@ -256,25 +260,29 @@ func (l *live) run() {
 	for i := range cfg.Requests {
 		starts[i%cfg.Clients] = append(starts[i%cfg.Clients], time.Duration(w.rng.clients.Int64N(int64(cfg.Arrival))))
 	}
+	l.giveUpAfter = cfg.Arrival + time.Duration(w.convergeBound())
 	l.unlock()
 	ctx, stopWorkers := context.WithCancel(context.Background())
+	var lag sync.WaitGroup
+	lag.Go(func() { l.lag.run(ctx) })
 	workers := l.startWorkers(ctx)
-	giveUp := l.start.Add(cfg.Arrival + time.Duration(w.convergeBound()))
 	var clients sync.WaitGroup
 	for i := range cfg.Clients {
-		clients.Go(func() { l.client(w.clients[i], starts[i], giveUp) })
+		clients.Go(func() { l.client(w.clients[i], starts[i]) })
 	}
 	time.Sleep(cfg.Arrival)
 	l.lock().healed = true
 	l.unlock()
 	clients.Wait()
-	for !l.settled() && time.Now().Before(giveUp) {
+	for !l.settled() && l.inTime() {
 		time.Sleep(cfg.ReconcileEvery)
 	}
 	stopWorkers()
 	workers.Wait()
+	lag.Wait()
 	w = l.lock()
 	defer l.unlock()
+	w.report.HostStall, w.report.HostStallMax = l.lag.sum()
 	w.report.Converged = l.settledLocked()
 	w.check.final()
 	if len(w.report.Violations) == 0 {
@@ -308,15 +316,22 @@ func (l *live) startWorkers(ctx context.Context) *sync.WaitGroup {
 	return &wg
 }
 
+// inTime is whether the run has not yet given up: the convergence bound
+// after the arrivals, plus every stall of the host (live_lag.go).
+func (l *live) inTime() bool {
+	stalls, _ := l.lag.sum()
+	return time.Since(l.start) < l.giveUpAfter+stalls
+}
+
 // client sends its requests, each at its start, one after the other, each
 // until it has a definitive answer or the run gives up.
-func (l *live) client(c *client, starts []time.Duration, giveUp time.Time) {
+func (l *live) client(c *client, starts []time.Duration) {
 	for _, at := range starts {
 		time.Sleep(time.Until(l.start.Add(at)))
 		l.lock()
 		req := c.makeRequest()
 		l.unlock()
-		for attempt := 0; time.Now().Before(giveUp); attempt++ {
+		for attempt := 0; l.inTime(); attempt++ {
 			if l.send(req, attempt) {
 				break
 			}

@@ -160,6 +160,10 @@ func WriteText(out io.Writer, cfg Config, seeds int, reports []*Report, verbose 
 		}
 		fmt.Fprintf(out, "seed %d: %s requests=%d charges=%d replays=%d converge_max=%v faults: %s\n",
 			r.Config.Seed, status, r.Requests, r.Charges, r.Replays, r.ConvergeMax.Round(time.Millisecond), describeRates(&r.Rates))
+		if r.HostStall > 0 {
+			fmt.Fprintf(out, "  the host stalled the live run %v in all, %v at most at once (the real-time bounds were widened by them)\n",
+				r.HostStall.Round(time.Millisecond), r.HostStallMax.Round(time.Millisecond))
+		}
 		for _, v := range r.Violations {
 			fmt.Fprintf(out, "  invariant %d (%s) broken at %s in scope %s:\n    %s\n", v.Invariant, v.Name, fmtTime(v.At), v.Scope, v.Detail)
 			if len(v.Events) > 0 {
