@@ -11,7 +11,7 @@ MUTANTSEEDS    ?= 1000
 MUTANTLINSEEDS ?= 500
 MUTANTSRUN     ?=
 
-.PHONY: sim sim-pgo sim-long test bench bench-node bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg chaos-redis bench-pg bench-pg-million bench-redis mutants
+.PHONY: sim sim-pgo sim-long test bench bench-node bench-http cover fuzz bench-fingerprint lincheck-long wasm chaos-pg chaos-redis bench-pg bench-pg-million bench-pg-partitions bench-redis mutants
 
 ## sim: the main job: SIMSEEDS swarm seeds, every fault on, over the memory store
 sim:
@@ -125,6 +125,17 @@ bench-pg:
 ## 1,000,000 records, in batches of 100 and 1000 (the preload takes a minute)
 bench-pg-million:
 	$(GO) test -run '^$$' -bench 'Million' -benchtime 10x -timeout 30m ./store/pgx/
+
+## bench-pg-partitions: a day of tombstones removed by batched Prune on a
+## plain table and by KeepPartitions' drop on a table partitioned by day,
+## the same rows each way (PARTITION_ROWS records over ten days, a tenth
+## of them the day's tombstones), then Do's new key and replay at 16
+## clients on a plain and a partitioned table, interleaved (see
+## BENCHMARKS.md; 10,000,000 rows take about 15 minutes, mostly preloads)
+PARTITION_ROWS ?= 1000000
+bench-pg-partitions:
+	IDEM_PG_DROP_ROWS=$(PARTITION_ROWS) $(GO) test -run '^$$' -bench 'PartitionDrop' -benchtime 1x -timeout 60m ./store/pgx/
+	$(GO) test -run '^$$' -bench 'PartitionedDo' -benchtime 5s -count 3 ./store/pgx/
 
 ## bench-redis: store/redis's Do beside the raw scripts (the driver's own
 ## EVALSHA calls straight through go-redis), interleaved in one run, on the

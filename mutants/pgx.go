@@ -253,4 +253,40 @@ var pgxMutants = []Mutant{
 		Desc:   "the adaptive reserve counts misses as hits: retries pay for the insert-or-read, new keys for a read first (cost only: both ways end in core.Step)",
 		Breaks: "issue 25 §1 (replays by default at a plain read's cost, new keys not paying for it)",
 	},
+	// ---- time partitioning (partition.go, partition_keep.go, inserts.go) ----
+	{
+		ID: "pgx-partition-insert-unlocked", File: "store/pgx/inserts.go",
+		Old:    "func (o ops) insertRow(ctx context.Context, scope *core.Scope, st *statement, args []any, dest []any) error {\n\tif !o.s.sql.partitioned || o.s.opt.partitionInsertUnlocked {\n",
+		New:    "func (o ops) insertRow(ctx context.Context, scope *core.Scope, st *statement, args []any, dest []any) error {\n\tif true {\n",
+		Desc:   "a reserve's insert into a partitioned table is sent without the scope's advisory lock: two at once both see no row, and both insert",
+		Breaks: "partition.go (every insert keeps the scope to one row); §6.1 at most once (two records of one key)",
+	},
+	{
+		ID: "pgx-partition-absent-unchecked", File: "store/pgx/sql_write.go",
+		Old:    "\treturn ` WHERE NOT EXISTS (SELECT FROM ` + n.qualified + ` WHERE ` + scopeMatch + `)\n",
+		New:    "\treturn ` WHERE true\n",
+		Desc:   "an insert into a partitioned table takes the scope's lock but does not look for the scope's row: a second insert of the key adds a second row",
+		Breaks: "partition.go (every insert keeps the scope to one row); §6.1 at most once",
+	},
+	{
+		ID: "pgx-partition-isolation-unchecked", File: "store/pgx/inserts.go",
+		Old:    "&& isolation != \"read committed\" {",
+		New:    "&& false {",
+		Desc:   "an insert into a partitioned table in a REPEATABLE READ transaction, which its own condition kept from writing, is answered as a row found instead of refused",
+		Breaks: "store.ErrRejected (nothing written, and the caller told why); partition.go (the scope's lock needs a snapshot after it)",
+	},
+	{
+		ID: "pgx-partition-drop-unstepped", File: "store/pgx/partition_keep.go",
+		Old:    "if d := sweepDecision(&rec, p, now.UTC()); d != core.DecisionPruned {",
+		New:    "if d := sweepDecision(&rec, p, now.UTC()); false && d != core.DecisionPruned {",
+		Desc:   "KeepPartitions drops a past partition of tombstones without asking the core: a tombstone within its retention goes with it",
+		Breaks: "KeepPartitions (\"the core decides\"); §5 tombstone retention (a key reused within it is refused, not executed afresh)",
+	},
+	{
+		ID: "pgx-partition-drop-no-notify", File: "store/pgx/partition_keep.go",
+		Old:    "\t\tif waiters {\n\t\t\twake = append(wake, notifyPayload(&sc))\n\t\t}\n",
+		New:    "",
+		Desc:   "KeepPartitions drops marked rows without notifying their waiters",
+		Breaks: "Store.Wait (returns when the record is deleted); doc.go Notifications",
+	},
 }

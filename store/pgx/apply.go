@@ -161,7 +161,7 @@ func (o ops) insertOrRead(ctx context.Context, scope core.Scope, ev core.Event, 
 	)
 	args := o.s.sql.reserve.args(w.fill(&v, nil))
 	dest := r.dest(append(make([]any, 0, 18), &inserted, &now))
-	err := o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.reserve.sql, args...).Scan(dest...) })
+	err := o.run(ctx, func() error { return o.insertRow(ctx, &scope, &o.s.sql.reserve, args, dest) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent insert won after this statement's snapshot: the
 		// record exists but was not visible. Load it (one more round trip).
@@ -189,7 +189,7 @@ func (o ops) insertFirst(ctx context.Context, scope core.Scope, ev core.Event, p
 	)
 	args := o.s.sql.insertNew.args(w.fill(&v, nil))
 	dest := r.dest(append(make([]any, 0, 17), &now))
-	err := o.run(ctx, func() error { return o.q.QueryRow(ctx, o.s.sql.insertNew.sql, args...).Scan(dest...) })
+	err := o.run(ctx, func() error { return o.insertRow(ctx, &scope, &o.s.sql.insertNew, args, dest) })
 	if err == nil {
 		o.s.observeReserve(false)
 		return checkedInsert(scope, ev, p, now, &r, out)

@@ -66,7 +66,11 @@ func benchClients(b *testing.B, clients int, replay bool, do func(key string, re
 
 func benchDo(b *testing.B, clients int, replay bool, o Options) {
 	db := newTestDBConns(b, int32(benchGoroutines(clients)))
-	s := db.newStore(b, o)
+	benchDoOn(b, db.newStore(b, o), clients, replay)
+}
+
+// benchDoOn is benchDo on the Store s.
+func benchDoOn(b *testing.B, s *Store, clients int, replay bool) {
 	ex, err := idem.New(s)
 	if err != nil {
 		b.Fatal(err)

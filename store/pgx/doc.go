@@ -61,6 +61,23 @@
 // row checked against core.Step before the commit), far cheaper than the
 // sweeper's delete of each; a service runs it in a loop beside its Sweeper.
 //
+// # Time partitioning
+//
+// Where deleting expired rows is most of the database's work, Partition
+// turns the table into one partitioned by range of created_at (a day a
+// partition by default), in place, keeping every record, and
+// KeepPartitions, run in a loop beside Prune, creates the partitions ahead
+// and drops a past day whole once the core prunes every record in it (it
+// reads and steps each first: the core still decides). A dropped day
+// costs a read of its rows and one DROP TABLE instead of a DELETE each and
+// the vacuum after it (BENCHMARKS.md, "time partitioning"). The price: a
+// lookup by scope probes every partition it cannot rule out, and, since
+// PostgreSQL requires the partition key in every unique index, the scope's
+// uniqueness no longer rests on the primary key: every insert takes the
+// scope's advisory lock and looks for its row first, in one batch (one
+// round trip), and needs READ COMMITTED (the default) in a caller's
+// transaction. The Node store (wasm/js) refuses a partitioned table.
+//
 // # Replays
 //
 // A replay is one round trip either way, but the insert-or-read statement

@@ -128,6 +128,8 @@ func classify(ctx context.Context, what string, err error) error {
 	}
 	var pe *pgconn.PgError
 	switch {
+	case errors.Is(err, errNotReadCommitted):
+		return &statementError{what, store.ErrRejected, err}
 	case errors.As(err, &pe) && pe.Code == codeUniqueViolation:
 		return &statementError{what, store.ErrConflict, err}
 	case pe != nil && rejectedCode(pe.Code):

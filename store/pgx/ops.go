@@ -65,10 +65,16 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 	w := literalWrite(rec)
 	var v argv
 	args := o.s.sql.insert.args(w.fill(&v, int64(rec.Token)))
+	var inserted bool
 	err := o.run(ctx, func() error {
-		_, err := o.q.Exec(ctx, o.s.sql.insert.sql, args...)
+		var err error
+		inserted, err = o.insertExec(ctx, &rec.Scope, &o.s.sql.insert, args)
 		return err
 	})
+	if err == nil && !inserted {
+		// A partitioned table's insert found a row of the scope.
+		return fmt.Errorf("pgxstore: insert %s: %w", rec.Scope, store.ErrConflict)
+	}
 	return classify(ctx, "insert", err)
 }
 

@@ -110,13 +110,25 @@ func (s *Store) prune(ctx context.Context, p *core.Policy, limit int) (int, erro
 // checkPruned asks the core what a sweep of rec at now does, and requires
 // it to be the delete the prune statement made.
 func checkPruned(rec *core.Record, p *core.Policy, now time.Time) error {
-	before := *rec
-	step := *rec
-	tr, err := core.Step(&step, &core.Event{Kind: core.EventSweep, Now: now}, p)
-	if err != nil || tr.Decision.Kind != core.DecisionPruned || tr.Write.Kind != core.WriteDelete ||
-		tr.Write.ExpectVersion != before.Version || tr.Write.ExpectToken != before.Token {
-		return fmt.Errorf("pgxstore: driver bug: the prune statement deleted %s at %v, which core.Step does not prune (%v, %v): %w",
-			before.Describe(), now, tr.Decision.Kind, err, core.ErrInvalidRecord)
+	if d := sweepDecision(rec, p, now); d != core.DecisionPruned {
+		return fmt.Errorf("pgxstore: driver bug: the prune statement deleted %s at %v, which core.Step does not prune (%v): %w",
+			rec.Describe(), now, d, core.ErrInvalidRecord)
 	}
 	return nil
+}
+
+// sweepDecision is what core.Step decides for a sweep of rec at now:
+// DecisionPruned only if it also deletes rec under exactly its version and
+// token (DecisionInvalid: the core refused the step).
+func sweepDecision(rec *core.Record, p *core.Policy, now time.Time) core.DecisionKind {
+	step := *rec
+	tr, err := core.Step(&step, &core.Event{Kind: core.EventSweep, Now: now}, p)
+	switch {
+	case err != nil:
+		return core.DecisionInvalid
+	case tr.Decision.Kind == core.DecisionPruned && (tr.Write.Kind != core.WriteDelete ||
+		tr.Write.ExpectVersion != rec.Version || tr.Write.ExpectToken != rec.Token):
+		return core.DecisionInvalid
+	}
+	return tr.Decision.Kind
 }

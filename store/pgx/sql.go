@@ -23,12 +23,17 @@ const scopeMatch = `tenant = @tenant AND principal = @principal AND use_case = @
 type statements struct {
 	load, read, insert, reserve, insertNew, update, unfencedUpdate, delete, waitMark statement
 	dueSweep, dueReconcile, claimSweep, claimReconcile, prune                        statement
+	// lockScope is sent before each insert when the table is partitioned
+	// (inserts.go); partitioned says whether it is.
+	lockScope   statement
+	partitioned bool
 }
 
-func newStatements(n *names) statements {
+func newStatements(n *names, partitioned bool) statements {
 	return statements{
-		load: bind(loadSQL(n)), read: bind(readSQL(n)), insert: bind(insertSQL(n)), reserve: bind(reserveSQL(n)),
-		insertNew: bind(insertNewSQL(n)), update: bind(updateSQL(n, true)), unfencedUpdate: bind(updateSQL(n, false)),
+		partitioned: partitioned, lockScope: bind(lockScopeSQL()),
+		load: bind(loadSQL(n)), read: bind(readSQL(n)), insert: bind(insertSQL(n, partitioned)), reserve: bind(reserveSQL(n, partitioned)),
+		insertNew: bind(insertNewSQL(n, partitioned)), update: bind(updateSQL(n, true)), unfencedUpdate: bind(updateSQL(n, false)),
 		delete: bind(deleteSQL(n)), waitMark: bind(waitMarkSQL(n)),
 		dueSweep: bind(dueSQL(n, false, sweepLeaseSQL(n), sweepExpirySQL(n))), dueReconcile: bind(dueSQL(n, false, reconcileSQL(n))),
 		claimSweep: bind(dueSQL(n, true, sweepLeaseSQL(n), sweepExpirySQL(n))), claimReconcile: bind(dueSQL(n, true, reconcileSQL(n))),

@@ -27,10 +27,36 @@ func readSQL(n *names) string {
 
 // insertSQL writes a new row. A new row has no waiter to wake (a Wait
 // marks an existing row; one waiting on an absent record is served by its
-// poll).
-func insertSQL(n *names) string {
-	return `INSERT INTO ` + n.qualified + ` ` + insertCols() + `
-		VALUES (@tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList("@token"), ", ") + `, statement_timestamp())`
+// poll). On a partitioned table it writes nothing when the scope has a row
+// (absentOnly): the caller sends it under the scope's lock.
+func insertSQL(n *names, partitioned bool) string {
+	values := `@tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList("@token"), ", ") + `, statement_timestamp()`
+	if partitioned {
+		return `INSERT INTO ` + n.qualified + ` ` + insertCols() + ` SELECT ` + values + absentOnly(n)
+	}
+	return `INSERT INTO ` + n.qualified + ` ` + insertCols() + ` VALUES (` + values + `)`
+}
+
+// absentOnly is the WHERE clause of an insert into a partitioned table
+// (partition.go), whose primary key includes created_at and so no longer
+// keeps a scope to one row: the insert happens only when no partition has
+// a row of the scope. It is right only under the scope's advisory lock
+// (lockScopeSQL) and a snapshot taken after it, which READ COMMITTED gives
+// each statement; under another isolation level the statement inserts
+// nothing, and the lock's answer says why.
+func absentOnly(n *names) string {
+	return ` WHERE NOT EXISTS (SELECT FROM ` + n.qualified + ` WHERE ` + scopeMatch + `)
+			AND current_setting('transaction_isolation') = 'read committed'`
+}
+
+// lockScopeSQL takes the scope's transaction-level advisory lock (the one
+// the load function takes: the same hash) and answers the transaction's
+// isolation level. Sent with an insert into a partitioned table in one
+// batch (one round trip, one implicit transaction), it holds every other
+// insert of the scope off until the batch commits.
+func lockScopeSQL() string {
+	return `SELECT current_setting('transaction_isolation') FROM (SELECT pg_advisory_xact_lock(hashtextextended(@idem_key,
+		hashtextextended(@use_case, hashtextextended(@principal, hashtextextended(@tenant, 0)))))) AS l`
 }
 
 // reserveSQL inserts if absent, else reads what is there, in one plain
@@ -44,12 +70,19 @@ func insertSQL(n *names) string {
 // after a failure or an expiry) loads it again for a fresh token. No row at
 // all: another writer inserted after this statement's snapshot; the caller
 // loads again.
-func reserveSQL(n *names) string {
+//
+// On a partitioned table the caller sends it under the scope's lock, and
+// it inserts only in READ COMMITTED (absentOnly).
+func reserveSQL(n *names, partitioned bool) string {
 	token := `COALESCE(@token::bigint, nextval(` + quoteLiteral(n.sequence) + `::regclass))`
+	absent := `WHERE NOT EXISTS (SELECT FROM cur)`
+	if partitioned {
+		absent += ` AND current_setting('transaction_isolation') = 'read committed'`
+	}
 	return `WITH cur AS (SELECT ` + recordCols + ` FROM ` + n.qualified + ` WHERE ` + scopeMatch + `),
 		ins AS (INSERT INTO ` + n.qualified + ` ` + insertCols() + `
 			SELECT @tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList(token), ", ") + `, statement_timestamp()
-			WHERE NOT EXISTS (SELECT FROM cur)
+			` + absent + `
 			ON CONFLICT DO NOTHING RETURNING ` + recordCols + `)
 		SELECT true, statement_timestamp(), ` + prefixed("ins", recordColList) + ` FROM ins
 		UNION ALL
@@ -64,10 +97,18 @@ func reserveSQL(n *names) string {
 // PostgreSQL runs it as the simplest plan there is for a write, where the
 // insert-or-read's CTE makes it set up a read and a union as well on every
 // call.
-func insertNewSQL(n *names) string {
+//
+// On a partitioned table the caller sends it under the scope's lock
+// (absentOnly).
+func insertNewSQL(n *names, partitioned bool) string {
 	token := `nextval(` + quoteLiteral(n.sequence) + `::regclass)`
+	values := `@tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList(token), ", ") + `, statement_timestamp()`
+	if partitioned {
+		return `INSERT INTO ` + n.qualified + ` ` + insertCols() + ` SELECT ` + values + absentOnly(n) + `
+		RETURNING statement_timestamp(), ` + recordCols
+	}
 	return `INSERT INTO ` + n.qualified + ` ` + insertCols() + `
-		VALUES (@tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList(token), ", ") + `, statement_timestamp())
+		VALUES (` + values + `)
 		ON CONFLICT DO NOTHING RETURNING statement_timestamp(), ` + recordCols
 }
 

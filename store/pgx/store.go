@@ -73,6 +73,10 @@ type Options struct {
 	// without its precondition, over whatever the row has become (a
 	// heartbeat's version, another attempt). Never set outside tests.
 	unfencedCompletion bool
+	// partitionInsertUnlocked plants a bug for the partitioning tests: an
+	// insert into a partitioned table is sent without the scope's lock
+	// (inserts.go). Never set outside tests.
+	partitionInsertUnlocked bool
 }
 
 // TableBytesMax bounds Options.Table, so that the sequence and index names
@@ -169,7 +173,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
 	case v > SchemaVersion:
 		return nil, fmt.Errorf("pgxstore: table %s is at schema version %d, newer than this package's %d: upgrade github.com/idemkit/idem", n.qualified, v, SchemaVersion)
 	}
-	s := &Store{pool: pool, n: n, opt: o, sql: newStatements(n), instance: int64(rand.Uint64() >> 1), readFirst: o.readFirst}
+	partitioned, err := isPartitioned(ctx, pool, n)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{pool: pool, n: n, opt: o, sql: newStatements(n, partitioned), instance: int64(rand.Uint64() >> 1), readFirst: o.readFirst}
 	if o.ReadFirst {
 		s.readFirst = readFirstAlways
 	}
@@ -195,4 +203,5 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }

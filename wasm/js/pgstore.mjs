@@ -327,13 +327,29 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     return args;
   }
 
+  // plainTable refuses a table partitioned by Go's pgxstore.Partition,
+  // before the first insert: there the primary key no longer keeps a scope
+  // to one row, and only Go's driver inserts under the scope's lock. Once
+  // the table is known to be plain, it is not asked again.
+  let plain = false;
+  async function plainTable() {
+    if (plain) return;
+    const { rows } = await pool.query('SELECT relkind::text AS kind FROM pg_class WHERE oid = to_regclass($1)', [qualified]);
+    if (rows[0]?.kind === 'p') {
+      throw new StoreRejectedError(`pgstore: ${qualified} is partitioned (Go's pgxstore.Partition): this store inserts only into a plain table; use Go's driver (store/pgx) on it`);
+    }
+    plain = true;
+  }
+
   // write makes the core's write under its precondition; false: another
   // writer won, load again.
   async function write(s, t, rec) {
     const args = scopeArgs(s);
     switch (t.write.kind) {
       case WriteKind.None: return true;
-      case WriteKind.Insert: return (await query(insertSQL, [...args, ...params(rec)])).rowCount === 1;
+      case WriteKind.Insert:
+        await plainTable();
+        return (await query(insertSQL, [...args, ...params(rec)])).rowCount === 1;
       case WriteKind.Update:
         return (await query(updateSQL, [...args, ...params(rec), String(t.write.expectVersion), String(t.write.expectToken),
           channel, fnv64(...args)])).rowCount === 1;
@@ -373,6 +389,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
     if (t === null || t.transition.write.kind !== WriteKind.Insert) return null;
     const args = t.args ?? templateArgs(scope, t);
     args[4 + COL.token] = null; // the sequence's, in the statement
+    await plainTable();
     let rows;
     if (found.insertFirst()) {
       ({ rows } = await query(insertNewSQL, args));

@@ -139,3 +139,25 @@ test('a reserve inserts first while almost none finds a record, and sends the in
     await s.close();
   }
 });
+
+test('a table partitioned by Go\'s pgxstore.Partition is refused before any insert: its primary key no longer keeps a scope to one row', async () => {
+  const part = await migratedSchema(pool, 'idem_node_part');
+  try {
+    // The layout pgxstore.Partition leaves, as far as this store can tell:
+    // the table is partitioned by created_at.
+    await pool.query(`ALTER TABLE ${part}.idem_records RENAME TO idem_records_legacy`);
+    await pool.query(`CREATE TABLE ${part}.idem_records (LIKE ${part}.idem_records_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (created_at)`);
+    await pool.query(`CREATE TABLE ${part}.idem_records_default PARTITION OF ${part}.idem_records DEFAULT`);
+    const refused = createPgStore(core, pool, { schema: part });
+    const ex = createExecutor({ core, store: refused, policy });
+    const calls = { n: 0 };
+    const req = request();
+    await assert.rejects(ex.do(req, charge(calls)), (e) => /idempotency_store_rejected: pgstore: .* is partitioned/.test(e.message));
+    assert.equal(calls.n, 0);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${part}.idem_records`);
+    assert.equal(rows[0].n, 0);
+    await refused.close();
+  } finally {
+    await pool.query(`DROP SCHEMA ${part} CASCADE`);
+  }
+});
