@@ -284,7 +284,7 @@ func (o ops) applyHeld(ctx context.Context, held *core.Record, ev core.Event, p 
 		}
 		if err == nil && ok && t.tr.Write.Kind == core.WriteUpdate {
 			var got core.Record
-			now, written, err := o.update(ctx, &t.w, t.tr.Write.ExpectVersion, t.tr.Write.ExpectToken, &got, o.s.opt.unfencedCompletion)
+			now, written, err := o.update(ctx, &t.w, t.tr.Write.ExpectVersion, t.tr.Write.ExpectToken, before.CreatedAt, &got, o.s.opt.unfencedCompletion)
 			if err != nil {
 				return err
 			}

@@ -80,14 +80,19 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 
 // update writes w under the (version, token) precondition and returns the
 // statement's time and the row as written (in got). When the precondition
-// did not hold, nothing was written and ok is false.
-func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, got *core.Record, unfenced bool) (now time.Time, ok bool, err error) {
+// did not hold, nothing was written and ok is false. expectCreated, when
+// not zero, is the created_at of the record the precondition names (on a
+// partitioned table, the partition it is in).
+func (o ops) update(ctx context.Context, w *write, expectVersion uint64, expectToken core.Token, expectCreated time.Time, got *core.Record, unfenced bool) (now time.Time, ok bool, err error) {
 	var v argv
 	o.notifyArgs(w.fill(&v, int64(w.rec.Token)), &w.rec.Scope)
 	v[pExpectVersion], v[pExpectToken] = int64(expectVersion), int64(expectToken)
 	st := &o.s.sql.update
-	if unfenced {
+	switch {
+	case unfenced:
 		st = &o.s.sql.unfencedUpdate // the planted bug: no precondition
+	case !expectCreated.IsZero() && o.s.sql.partitioned:
+		st, v[pExpectCreatedAt] = &o.s.sql.updateIn, expectCreated
 	}
 	sql, args := st.sql, st.args(&v)
 	var r row
@@ -109,7 +114,7 @@ func (o ops) compareAndSet(ctx context.Context, rec *core.Record, expectVersion 
 	}
 	w := literalWrite(rec)
 	var got core.Record
-	_, ok, err := o.update(ctx, &w, expectVersion, expectToken, &got, false)
+	_, ok, err := o.update(ctx, &w, expectVersion, expectToken, time.Time{}, &got, false)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,8 @@ const (
 	pPayload
 	pExpectVersion // a write's precondition
 	pExpectToken
-	pLimit // a batch's size (Due, Prune)
+	pExpectCreatedAt // on a partitioned table, the partition the precondition's record is in
+	pLimit           // a batch's size (Due, Prune)
 	pClaimFor
 	pInstance
 	paramCount
@@ -51,7 +52,7 @@ var paramNames = [paramCount]string{"tenant", "principal", "use_case", "idem_key
 	"token", "version", "response_status", "header_names", "header_values", "body", "schema_version",
 	"error_code", "locked_until_offset", "locked_until", "reconcile_after_offset", "reconcile_after",
 	"created_at_offset", "created_at", "completed_at_offset", "completed_at", "expires_at_offset",
-	"expires_at", "reconcile_attempts", "channel", "payload", "expect_version", "expect_token", "limit",
+	"expires_at", "reconcile_attempts", "channel", "payload", "expect_version", "expect_token", "expect_created_at", "limit",
 	"claim_for", "instance"}
 
 // argv holds one call's arguments by name; a statement takes the ones it

@@ -76,7 +76,7 @@ func (po *PartitionOptions) spanStart(t time.Time) time.Time {
 // partitionName is the partition of the span that starts at start: 57
 // bytes at most (TableBytesMax + 17), within PostgreSQL's 63.
 func partitionName(table string, start time.Time) string {
-	return table + "_p" + start.UTC().Format("20060102T150405")
+	return table + "_p" + start.UTC().Format("20060102_150405")
 }
 
 // isPartitioned reports whether the table is partitioned (Partition ran).

@@ -12,19 +12,20 @@ import (
 )
 
 // BenchmarkPartitionedDo is Do's new key and replay at 16 clients on a
-// plain table and on one partitioned by day (the legacy partition, eleven
-// days ahead, the default: 13 partitions, as a table whose TTL and
-// retention span about ten days would have), interleaved in one run:
-// compare the req/s of each pair (BENCHMARKS.md, "time partitioning").
+// plain table and on tables partitioned by day: 5 partitions (the legacy
+// one, the current day, two ahead, the default) and 13 (ten ahead, as a
+// table whose TTL and retention span about ten days would have): compare
+// the req/s of each against the plain table's (BENCHMARKS.md, "time
+// partitioning"). Every lookup of a key probes each partition.
 func BenchmarkPartitionedDo(b *testing.B) {
 	for _, replay := range []bool{false, true} {
-		for _, partitioned := range []bool{false, true} {
-			name := fmt.Sprintf("replay=%v/partitioned=%v", replay, partitioned)
+		for _, ahead := range []int{-1, 2, 10} {
+			name := fmt.Sprintf("replay=%v/partitions=%d", replay, map[bool]int{true: ahead + 3}[ahead >= 0])
 			b.Run(name, func(b *testing.B) {
 				db := newTestDBConns(b, int32(benchGoroutines(16)))
 				var s *Store
-				if partitioned {
-					s = db.newPartitionedStore(b, Options{}, PartitionOptions{Ahead: 10})
+				if ahead >= 0 {
+					s = db.newPartitionedStore(b, Options{}, PartitionOptions{Ahead: ahead})
 				} else {
 					s = db.newStore(b, Options{})
 				}
@@ -152,4 +153,47 @@ func preloadDays(b *testing.B, db *testDB, s *Store, rows int) {
 		b.Fatal(err)
 	}
 	b.Logf("preloaded %d records in %v", rows, time.Since(start).Round(time.Second))
+}
+
+// BenchmarkPartitionConvert is Partition on a plain table of
+// IDEM_PG_DROP_ROWS records (preloadDays' ten days) while a reader reads
+// a record every 10 ms: the metrics are Partition's time and the longest
+// the reader waited, which is the time the table was locked against every
+// statement (the attach's check that each row belongs to its partition;
+// the key it needs is built before, without blocking writes).
+func BenchmarkPartitionConvert(b *testing.B) {
+	rows := dropRows(b)
+	ctx := context.Background()
+	db := newTestDB(b)
+	o := Options{PollInterval: -1, Schema: db.schema}
+	s := db.newStore(b, o)
+	preloadDays(b, db, s, rows)
+	var longest time.Duration
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			sent := time.Now()
+			if _, err := s.Load(ctx, core.Scope{Principal: "merchant_1", UseCase: "payments.create", Key: "0123456789abcdef-absent"}); err != nil {
+				b.Error(err)
+				return
+			}
+			longest = max(longest, time.Since(sent))
+		}
+	}()
+	for b.Loop() {
+		if err := Partition(ctx, db.pool, o, PartitionOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/partition")
+	b.ReportMetric(longest.Seconds(), "s-reader-waited")
 }

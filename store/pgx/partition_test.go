@@ -152,7 +152,10 @@ func TestPartitionKeepsRecords(t *testing.T) {
 	for _, pt := range parts {
 		names = append(names, pt.name)
 	}
-	cut := po.spanStart(now).Add(po.Span)
+	cut := parts[0].to // the legacy partition's end: the current span's end when Partition ran
+	if !cut.Equal(po.spanStart(cut)) || !cut.After(now.Add(-po.Span)) || cut.After(now.Add(po.Span)) {
+		t.Errorf("the legacy partition ends at %v: not the end of the span of %v", cut, now)
+	}
 	want := []string{"kept_legacy", partitionName("kept", cut), partitionName("kept", cut.Add(po.Span)), partitionName("kept", cut.Add(2*po.Span)), "kept_default"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("partitions %v, want %v", names, want)
@@ -180,11 +183,11 @@ func TestKeepPartitions(t *testing.T) {
 	ctx := context.Background()
 	po := PartitionOptions{Span: time.Second, Ahead: 3}
 	s := db.newPartitionedStore(t, Options{Table: "kept", PollInterval: -1}, po)
-	_, now, err := s.partitions(ctx)
+	parts, _, err := s.partitions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := po.spanStart(now).Add(po.Span) // three spans created ahead
+	a := parts[0].to // the legacy partition's end: the first of the spans created ahead
 	b, c := a.Add(po.Span), a.Add(2*po.Span)
 	insertRaw(t, db, s, "tomb-a", "expired", a, "1 millisecond", 3, true)
 	insertRaw(t, db, s, "tomb-b", "expired", b, "1 millisecond", 2, false)
@@ -296,5 +299,47 @@ func TestPartitionedInsertNeedsReadCommitted(t *testing.T) {
 		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.n.qualified+` WHERE `+scopeMatch, scopeNamed(sc)).Scan(&rows); err != nil || rows != map[bool]int{true: 0, false: 1}[c.refuse] {
 			t.Errorf("%s: %d rows of the key (%v)", c.level, rows, err)
 		}
+	}
+}
+
+// TestPartitionedNewIncarnationMoves: a key whose record expired, reserved
+// again in a later span, starts a new incarnation (created_at now), and its
+// row moves to that span's partition: still one row of the key, in the
+// partition of its new created_at, and the old partition holds none.
+func TestPartitionedNewIncarnationMoves(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	po := PartitionOptions{Span: time.Second, Ahead: 5}
+	s := db.newPartitionedStore(t, Options{Table: "moves", PollInterval: -1}, po)
+	p := core.PolicyDefault()
+	p.TTL, p.TombstoneRetention = 50*time.Millisecond, time.Hour
+	sc := testScope("moves-0123456789")
+	first, err := applyOver(ctx, s, &p, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done store.Applied // the held path: the update that names the record's partition
+	if err := s.ApplyHeld(ctx, &first.Record, core.Event{Kind: core.EventComplete, Token: first.Record.Token, Response: core.Response{StatusCode: 201}}, &p, &done); err != nil || done.Record.Status != core.StatusCompleted {
+		t.Fatalf("complete: %v, %v", done.Record.Status, err)
+	}
+	time.Sleep(time.Until(po.spanStart(first.Record.CreatedAt).Add(po.Span + 20*time.Millisecond)))
+	if a, err := applyOver(ctx, s, &p, sc, core.Event{Kind: core.EventSweep}); err != nil || a.Record.Status != core.StatusExpired {
+		t.Fatalf("sweep after the TTL: %v, %v", a.Record.Status, err)
+	}
+	again, err := applyOver(ctx, s, &p, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP})
+	if err != nil || again.Transition.Decision.Kind != core.DecisionExecute || !again.Record.CreatedAt.After(first.Record.CreatedAt) {
+		t.Fatalf("reserve of the expired key: %v, created %v (first %v), %v", again.Transition.Decision.Kind, again.Record.CreatedAt, first.Record.CreatedAt, err)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT tableoid::regclass::text FROM `+s.n.qualified+` WHERE `+scopeMatch, scopeNamed(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := partitionName("moves", po.spanStart(again.Record.CreatedAt))
+	if len(parts) != 1 || !strings.HasSuffix(parts[0], want) {
+		t.Errorf("the key's rows are in %v, want one, in %s", parts, want)
 	}
 }

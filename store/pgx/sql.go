@@ -22,7 +22,11 @@ const scopeMatch = `tenant = @tenant AND principal = @principal AND use_case = @
 // Each is written with named parameters (params.go) and bound once.
 type statements struct {
 	load, read, insert, reserve, insertNew, update, unfencedUpdate, delete, waitMark statement
-	dueSweep, dueReconcile, claimSweep, claimReconcile, prune                        statement
+	// updateIn is update with the record's created_at in its precondition
+	// too, on a partitioned table: PostgreSQL then looks in the record's
+	// partition only (update elsewhere).
+	updateIn                                                  statement
+	dueSweep, dueReconcile, claimSweep, claimReconcile, prune statement
 	// lockScope is sent before each insert when the table is partitioned
 	// (inserts.go); partitioned says whether it is.
 	lockScope   statement
@@ -34,7 +38,8 @@ func newStatements(n *names, partitioned bool) statements {
 		partitioned: partitioned, lockScope: bind(lockScopeSQL()),
 		load: bind(loadSQL(n)), read: bind(readSQL(n)), insert: bind(insertSQL(n, partitioned)), reserve: bind(reserveSQL(n, partitioned)),
 		insertNew: bind(insertNewSQL(n, partitioned)), update: bind(updateSQL(n, true)), unfencedUpdate: bind(updateSQL(n, false)),
-		delete: bind(deleteSQL(n)), waitMark: bind(waitMarkSQL(n)),
+		updateIn: bind(updateInSQL(n, partitioned)),
+		delete:   bind(deleteSQL(n)), waitMark: bind(waitMarkSQL(n)),
 		dueSweep: bind(dueSQL(n, false, sweepLeaseSQL(n), sweepExpirySQL(n))), dueReconcile: bind(dueSQL(n, false, reconcileSQL(n))),
 		claimSweep: bind(dueSQL(n, true, sweepLeaseSQL(n), sweepExpirySQL(n))), claimReconcile: bind(dueSQL(n, true, reconcileSQL(n))),
 		prune: bind(pruneSQL(n)),

@@ -132,6 +132,19 @@ func updateSQL(n *names, fenced bool) string {
 		WHERE ` + where + ` RETURNING statement_timestamp(), ` + recordCols
 }
 
+// updateInSQL is updateSQL, fenced, with the created_at of the record
+// the precondition names as well, on a partitioned table (the partition
+// pruned at execution to the record's own); on a plain table it is
+// updateSQL.
+func updateInSQL(n *names, partitioned bool) string {
+	sql := updateSQL(n, true)
+	if !partitioned {
+		return sql
+	}
+	i := strings.LastIndex(sql, " RETURNING ")
+	return sql[:i] + ` AND created_at = @expect_created_at` + sql[i:]
+}
+
 // deleteSQL deletes under the precondition and wakes the row's waiters.
 func deleteSQL(n *names) string {
 	return `WITH del AS (DELETE FROM ` + n.qualified + ` WHERE ` + scopeMatch + ` AND version = @expect_version AND token = @expect_token RETURNING waiters)
