@@ -227,14 +227,14 @@ var pgxMutants = []Mutant{
 	},
 	{
 		ID: "pgx-reserve-no-on-conflict", File: "store/pgx/sql_write.go",
-		Old:    "\t\t\tON CONFLICT DO NOTHING RETURNING ` + recordCols + `)",
-		New:    "\t\t\tRETURNING ` + recordCols + `)",
+		Old:    "\t\t\t` + conflict + ` RETURNING ` + recordCols + `)",
+		New:    "\t\t\t` + conflict[len(conflict):] + ` RETURNING ` + recordCols + `)",
 		Desc:   "the one-statement reserve has no ON CONFLICT: of two reserves of a new key at once the loser fails with a unique violation instead of reading the winner's record",
 		Breaks: "store.Applier (Apply behaves as the load-step-write loop: the loser is InFlight); §6.7 fail closed only on outages",
 	},
 	{
 		ID: "pgx-insert-first-no-on-conflict", File: "store/pgx/sql_write.go",
-		Old:    "\t\tON CONFLICT DO NOTHING RETURNING statement_timestamp(), ` + recordCols\n",
+		Old:    "\t\t` + onScopeConflict + ` RETURNING statement_timestamp(), ` + recordCols\n",
 		New:    "\t\tRETURNING statement_timestamp(), ` + recordCols\n",
 		Desc:   "the plain insert of traffic of new keys has no ON CONFLICT: a reserve that finds a record (a retry, a key in flight, the loser of two at once) fails with a unique violation instead of reading it",
 		Breaks: "store.Applier (Apply behaves as the load-step-write loop: a replay is replayed, the loser is InFlight); §6.7 fail closed only on outages",

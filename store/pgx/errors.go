@@ -47,10 +47,15 @@ func retryable(err error) bool {
 // holds, so that sending it again would be rejected again: a data exception
 // (class 22: a value the column cannot hold, a deployment's trigger) or an
 // integrity violation (class 23: a constraint), except the unique key
-// violation, which is an insert's conflict.
+// violation, which is an insert's conflict; or a plain table's insert on a
+// table partitioned since (codeNoConflictTarget).
 func rejectedCode(code string) bool {
-	return len(code) == 5 && (code[:2] == "22" || code[:2] == "23") && code != codeUniqueViolation
+	return len(code) == 5 && (code[:2] == "22" || code[:2] == "23") && code != codeUniqueViolation || code == codeNoConflictTarget
 }
+
+// codeNoConflictTarget is a plain table's insert on a table partitioned
+// since its Store was opened (onScopeConflict): nothing was written.
+const codeNoConflictTarget = "42P10"
 
 // notSent reports whether err certainly came before the statement reached
 // the server: a failed connect, or what pgconn marks safe to retry.
@@ -130,7 +135,9 @@ func classify(ctx context.Context, what string, err error) error {
 	switch {
 	case errors.Is(err, errNotReadCommitted):
 		return &statementError{what, store.ErrRejected, err}
-	case errors.As(err, &pe) && pe.Code == codeUniqueViolation:
+	case errors.As(err, &pe) && pe.Code == codeNoConflictTarget:
+		return &statementError{what, store.ErrRejected, fmt.Errorf("the table was partitioned after this Store was opened (pgxstore.Partition): open a new Store: %w", err)}
+	case pe != nil && pe.Code == codeUniqueViolation:
 		return &statementError{what, store.ErrConflict, err}
 	case pe != nil && rejectedCode(pe.Code):
 		return &statementError{what, store.ErrRejected, err}

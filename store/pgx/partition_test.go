@@ -343,3 +343,46 @@ func TestPartitionedNewIncarnationMoves(t *testing.T) {
 		t.Errorf("the key's rows are in %v, want one, in %s", parts, want)
 	}
 }
+
+// TestStoreOpenedBeforePartitionFailsClosed: a Store opened on the plain
+// table keeps a plain table's statements after Partition ran (New reads
+// the layout once). Its inserts name the scope's unique key, which the
+// partitioned table no longer has: each is refused (store.ErrRejected),
+// never a second row of a key, by every way a reserve inserts.
+func TestStoreOpenedBeforePartitionFailsClosed(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	o := Options{Table: "before", PollInterval: -1, Schema: db.schema}
+	var olds []*Store
+	for _, mode := range []readFirstMode{insertFirstAlways, readFirstNever, readFirstAlways} {
+		o.readFirst = mode
+		olds = append(olds, db.newStore(t, o))
+	}
+	p := core.PolicyDefault()
+	sc := testScope("before-partition-0")
+	if _, err := applyOver(ctx, olds[0], &p, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Partition(ctx, db.pool, o, PartitionOptions{Span: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range olds {
+		_, err := applyOver(ctx, s, &p, testScope("before-partition-new-"+itoa(i)), core.Event{Kind: core.EventReserve, Fingerprint: testFP})
+		if !errors.Is(err, store.ErrRejected) {
+			t.Errorf("way %d: a new key through a Store opened before Partition: %v, want ErrRejected", i, err)
+		}
+		if err == nil || !strings.Contains(err.Error(), "partitioned after this Store was opened") {
+			t.Errorf("way %d: the error does not say why: %v", i, err)
+		}
+		// The key reserved before: the read-first way reads it (in
+		// flight); the others insert first, and are refused the same way.
+		a, err := applyOver(ctx, s, &p, sc, core.Event{Kind: core.EventReserve, Fingerprint: testFP})
+		if err == nil && a.Transition.Decision.Kind != core.DecisionInFlight || err != nil && !errors.Is(err, store.ErrRejected) {
+			t.Errorf("way %d: the key in flight: %v, %v", i, a.Transition.Decision.Kind, err)
+		}
+	}
+	var rows int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM `+olds[0].n.qualified).Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("%d rows (%v), want the one reserved before", rows, err)
+	}
+}

@@ -34,8 +34,15 @@ func insertSQL(n *names, partitioned bool) string {
 	if partitioned {
 		return `INSERT INTO ` + n.qualified + ` ` + insertCols() + ` SELECT ` + values + absentOnly(n)
 	}
-	return `INSERT INTO ` + n.qualified + ` ` + insertCols() + ` VALUES (` + values + `)`
+	return `INSERT INTO ` + n.qualified + ` ` + insertCols() + ` VALUES (` + values + `) ` + onScopeConflict
 }
+
+// onScopeConflict is a plain table's insert's answer to a row of the
+// scope: nothing written. It names the scope's key, so that a Store opened
+// before Partition, whose statements are a plain table's, fails on the
+// partitioned table (which has no unique index on the scope alone:
+// SQLSTATE 42P10, ErrRejected) instead of inserting a second row.
+const onScopeConflict = `ON CONFLICT (tenant, principal, use_case, idem_key) DO NOTHING`
 
 // absentOnly is the WHERE clause of an insert into a partitioned table
 // (partition.go), whose primary key includes created_at and so no longer
@@ -75,15 +82,15 @@ func lockScopeSQL() string {
 // it inserts only in READ COMMITTED (absentOnly).
 func reserveSQL(n *names, partitioned bool) string {
 	token := `COALESCE(@token::bigint, nextval(` + quoteLiteral(n.sequence) + `::regclass))`
-	absent := `WHERE NOT EXISTS (SELECT FROM cur)`
+	absent, conflict := `WHERE NOT EXISTS (SELECT FROM cur)`, onScopeConflict
 	if partitioned {
-		absent += ` AND current_setting('transaction_isolation') = 'read committed'`
+		absent, conflict = absent+` AND current_setting('transaction_isolation') = 'read committed'`, ""
 	}
 	return `WITH cur AS (SELECT ` + recordCols + ` FROM ` + n.qualified + ` WHERE ` + scopeMatch + `),
 		ins AS (INSERT INTO ` + n.qualified + ` ` + insertCols() + `
 			SELECT @tenant, @principal, @use_case, @idem_key, ` + strings.Join(recordValueList(token), ", ") + `, statement_timestamp()
 			` + absent + `
-			ON CONFLICT DO NOTHING RETURNING ` + recordCols + `)
+			` + conflict + ` RETURNING ` + recordCols + `)
 		SELECT true, statement_timestamp(), ` + prefixed("ins", recordColList) + ` FROM ins
 		UNION ALL
 		SELECT false, statement_timestamp(), ` + prefixed("cur", recordColList) + ` FROM cur`
@@ -109,7 +116,7 @@ func insertNewSQL(n *names, partitioned bool) string {
 	}
 	return `INSERT INTO ` + n.qualified + ` ` + insertCols() + `
 		VALUES (` + values + `)
-		ON CONFLICT DO NOTHING RETURNING statement_timestamp(), ` + recordCols
+		` + onScopeConflict + ` RETURNING statement_timestamp(), ` + recordCols
 }
 
 // updateSQL writes under the precondition (fenced; unfenced is the planted

@@ -214,6 +214,13 @@ const byteaArrayParser = pg.types.getTypeParser(1001, 'text');
 const textsOf = (s) => (s === '{}' ? [] : textArrayParser(s));
 const bytesArrayOf = (s) => (s === '{}' ? [] : byteaArrayParser(s));
 
+// ON_SCOPE_CONFLICT is an insert's answer to a row of the scope: nothing
+// written. It names the scope's unique key, so that a store made before Go's
+// pgxstore.Partition ran, which knows the table as plain, fails on the
+// partitioned table (no unique index on the scope alone: SQLSTATE 42P10)
+// instead of inserting a second row of a key.
+const ON_SCOPE_CONFLICT = 'ON CONFLICT (tenant, principal, use_case, idem_key) DO NOTHING';
+
 export function createPgStore(core, pool, { schema = 'public', table = 'idem_records' } = {}) {
   const qualified = `${quote(schema)}.${quote(table)}`;
   const channel = `idem_${fnv64(schema, table)}`;
@@ -230,7 +237,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   const scopeWhere = 'tenant = $1 AND principal = $2 AND use_case = $3 AND idem_key = $4';
   const values = (first) => RECORD_COLS.map((c, i) => (TIME_COLS.has(c) ? ts(first + i) : `$${first + i}`));
   const insertSQL = `INSERT INTO ${qualified} (tenant, principal, use_case, idem_key, ${RECORD_COLS.join(', ')}, updated_at)
-    VALUES ($1, $2, $3, $4, ${values(5).join(', ')}, statement_timestamp()) ON CONFLICT DO NOTHING`;
+    VALUES ($1, $2, $3, $4, ${values(5).join(', ')}, statement_timestamp()) ${ON_SCOPE_CONFLICT}`;
   const notify = (flag) => `CASE WHEN ${flag} THEN (SELECT false FROM pg_notify($23, $24)) ELSE false END`;
   const updateSQL = `UPDATE ${qualified} AS t SET ${RECORD_COLS.map((c, i) => `${c} = ${values(5)[i]}`).join(', ')},
     updated_at = statement_timestamp(), waiters = ${notify('t.waiters')}
@@ -248,7 +255,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   const reserveSQL = `WITH cur AS (SELECT ${RECORD_COLS.join(', ')} FROM ${qualified} WHERE ${scopeWhere}),
     ins AS (INSERT INTO ${qualified} (tenant, principal, use_case, idem_key, ${RECORD_COLS.join(', ')}, updated_at)
       SELECT $1, $2, $3, $4, ${clockValues(5).join(', ')}, statement_timestamp()
-      WHERE NOT EXISTS (SELECT FROM cur) ON CONFLICT DO NOTHING RETURNING ${RECORD_COLS.join(', ')})
+      WHERE NOT EXISTS (SELECT FROM cur) ${ON_SCOPE_CONFLICT} RETURNING ${RECORD_COLS.join(', ')})
     SELECT true AS inserted, ${NOW}, ${columns('ins')} FROM ins
     UNION ALL
     SELECT false, ${NOW}, ${columns('cur')} FROM cur`;
@@ -258,7 +265,7 @@ export function createPgStore(core, pool, { schema = 'public', table = 'idem_rec
   // finds returns nothing, and the reserve then sends reserveSQL.
   const insertNewSQL = `INSERT INTO ${qualified} (tenant, principal, use_case, idem_key, ${RECORD_COLS.join(', ')}, updated_at)
       VALUES ($1, $2, $3, $4, ${clockValues(5).join(', ')}, statement_timestamp())
-      ON CONFLICT DO NOTHING RETURNING true AS inserted, ${NOW}, ${selectCols}`;
+      ${ON_SCOPE_CONFLICT} RETURNING true AS inserted, ${NOW}, ${selectCols}`;
   // An owner's event over the record it holds (the attempt's reserve left
   // it), in one round trip: the core's step written with its times as
   // offsets from the statement's clock, under the precondition.

@@ -28,6 +28,7 @@ func main() {
 	flag.DurationVar(&cfg.Faults, "faults", 20*time.Second, "how long the fault loop runs")
 	flag.BoolVar(&cfg.Restart, "restart", false, "restart the server once, mid-run (pg_ctlcluster)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed")
+	span := flag.Duration("partition-span", 0, "partition the table by created_at in spans this long (pgxstore.Partition; 0: a plain table): new incarnations move rows between partitions under the faults")
 	flag.Parse()
 	cfg.Seed = *seed
 	cfg.NewStore = func(ctx context.Context, pool *pgxpool.Pool, schema string) (store.Store, func(), error) {
@@ -35,11 +36,20 @@ func main() {
 		if err := pgxstore.Migrate(ctx, pool, o); err != nil {
 			return nil, nil, err
 		}
+		if *span > 0 {
+			po := pgxstore.PartitionOptions{Span: *span, Ahead: int(max(cfg.Faults, time.Minute) / *span) + 10}
+			if err := pgxstore.Partition(ctx, pool, o, po); err != nil {
+				return nil, nil, err
+			}
+		}
 		s, err := pgxstore.New(ctx, pool, o)
 		if err != nil {
 			return nil, nil, err
 		}
 		return s, s.Close, nil
+	}
+	if *span > 0 {
+		fmt.Printf("chaospg: the table partitioned by created_at, spans of %v\n", *span)
 	}
 	rep, err := chaos.Run(context.Background(), cfg)
 	if err != nil {
