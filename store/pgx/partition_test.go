@@ -3,6 +3,7 @@ package pgxstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,16 @@ func TestPartitionKeepsRecords(t *testing.T) {
 	var indexes int
 	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND tablename = 'kept' AND indexname LIKE 'kept\_%\_idx'`, db.schema).Scan(&indexes); err != nil || indexes != 4 {
 		t.Errorf("the partitioned table has %d of the plain table's 4 partial indexes (%v)", indexes, err)
+	}
+	// The attach adopted the legacy key and the four partial indexes; it
+	// built nothing under its lock (a sixth index would be one it built).
+	var legacyIndexes []string
+	rows, err := db.pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'kept_legacy' ORDER BY 1`, db.schema)
+	if err == nil {
+		legacyIndexes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(legacyIndexes) != 5 || !slices.Contains(legacyIndexes, "kept_legacy_pkey") {
+		t.Errorf("the legacy partition's indexes: %v (%v), want its primary key and 4 partial indexes", legacyIndexes, err)
 	}
 	if v, err := schemaVersion(ctx, db.pool, s.n); err != nil || v != SchemaVersion {
 		t.Errorf("schema version %d after partitioning (%v), want %d", v, err, SchemaVersion)
