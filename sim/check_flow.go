@@ -58,7 +58,7 @@ type flowWatch struct {
 
 // flowEffect hears the host start an EffectApply of c's Flow.
 func (c *checker) flowEffect(call *serverCall, eff *idem.Effect) {
-	fw := &call.watch
+	fw := call.watch
 	if fw.refused != 0 {
 		if eff.Event.Kind != core.EventMarkUnknown || eff.Event.Token != call.token {
 			c.failAs(invExecutor, call.scope, "attempt %d's %v was refused for good, and its Flow then applied %v, not a MarkUnknown that hands the key to the reconciler",
@@ -118,7 +118,7 @@ func (c *checker) flowHeard(call *serverCall, ev core.EventKind, sent int64, a *
 		}
 		return
 	}
-	fw := &call.watch
+	fw := call.watch
 	if err != nil {
 		fw.reserveRejected = errors.Is(err, store.ErrRejected)
 		return
@@ -139,7 +139,7 @@ func (c *checker) flowHeard(call *serverCall, ev core.EventKind, sent int64, a *
 // past the in-flight wait, counted from the first (a host whose waits are
 // cut short by writes that do not settle the key waits the rest, no more).
 func (c *checker) flowWait(call *serverCall, eff *idem.Effect) {
-	if fw := &call.watch; fw.waited+int64(eff.Wait) > int64(c.w.policy.InFlightWait) {
+	if fw := call.watch; fw.waited+int64(eff.Wait) > int64(c.w.policy.InFlightWait) {
 		c.failAs(invExecutor, call.scope, "asked to wait %v more after waiting %v for an attempt in flight: past the in-flight wait of %v",
 			eff.Wait, time.Duration(fw.waited), c.w.policy.InFlightWait)
 	}
@@ -152,7 +152,7 @@ func (c *checker) flowWaited(call *serverCall, start int64) { call.watch.waited 
 // took it (err: the store's, or the beat's timeout), once the host's Lease
 // has heard it too.
 func (c *checker) flowBeat(call *serverCall, sent int64, a *store.Applied, err error) {
-	fw := &call.watch
+	fw := call.watch
 	switch {
 	case err != nil:
 	case a.Transition.Decision.Kind == core.DecisionExtended:
@@ -172,7 +172,7 @@ func (c *checker) flowBeat(call *serverCall, sent int64, a *store.Applied, err e
 // and the reconciler go by, and not earlier, which would cancel it while
 // its lease runs.
 func (c *checker) leaseKept(call *serverCall) {
-	fw := &call.watch
+	fw := call.watch
 	lease := c.w.policy.LeaseDuration
 	margin := int64(min(lease/20, time.Second))
 	tellBy := int64(call.lease.TellBy().Sub(epoch))
@@ -188,7 +188,7 @@ func (c *checker) leaseKept(call *serverCall) {
 
 // told hears c's action told that its lease is lost.
 func (c *checker) told(call *serverCall) {
-	fw := &call.watch
+	fw := call.watch
 	fw.told = true
 	switch now := c.w.now; {
 	case !fw.lostByBeat && now < fw.leaseEnd-fw.leaseMargin:
@@ -204,7 +204,7 @@ func (c *checker) told(call *serverCall) {
 // end of its lease as the host reckons it was not told in time, unless its
 // server was paused (a frozen process hears no timer).
 func (c *checker) actionEnded(call *serverCall, how int64) {
-	fw := &call.watch
+	fw := call.watch
 	fw.ended = how + 1
 	s := call.s
 	if now := c.w.now; fw.leaseEnd != 0 && now > fw.leaseEnd && !fw.told && !s.pausedOver(fw.leaseEnd-fw.leaseMargin, now) {
@@ -216,7 +216,7 @@ func (c *checker) actionEnded(call *serverCall, how int64) {
 // flowDone hears c's Flow end (its effect EffectAnswer), before its answer
 // is sent.
 func (c *checker) flowDone(call *serverCall, eff *idem.Effect) {
-	fw := &call.watch
+	fw := call.watch
 	panicked := fw.ended-1 == actionPanicked && fw.ended != 0
 	switch {
 	case fw.ended != 0 && fw.outcome == 0:
@@ -230,12 +230,13 @@ func (c *checker) flowDone(call *serverCall, eff *idem.Effect) {
 		c.failAs(invExecutor, call.scope, "attempt %d's %v was refused for good, and its Flow ended without handing the key to the reconciler", call.token, fw.refused)
 	}
 	_, err := call.call.Result()
-	var e *idem.Error
-	if fw.reserveRejected && (!errors.As(err, &e) || e.Code != idem.CodeStoreRejected) {
+	// AsType, not As: As's target escapes, an allocation every answer.
+	e, isErr := errors.AsType[*idem.Error](err)
+	if fw.reserveRejected && (!isErr || e.Code != idem.CodeStoreRejected) {
 		c.failAs(invExecutor, call.scope, "the store rejected the reserve for good, and it was answered %v, not %s: a rejection is not an outage", err, idem.CodeStoreRejected)
 		return
 	}
-	if call.att.gone || !errors.As(err, &e) || e.Code != idem.CodeInProgress {
+	if call.att.gone || !isErr || e.Code != idem.CodeInProgress {
 		return
 	}
 	wait := int64(c.w.policy.InFlightWait)

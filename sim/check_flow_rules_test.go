@@ -21,7 +21,7 @@ func flowRuleCall(t *testing.T, w *world, req *request) *serverCall {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &serverCall{s: w.servers[0], att: &attempt{req: req}, scope: req.scope, token: 7, call: f}
+	return &serverCall{s: w.servers[0], att: &attempt{req: req}, scope: req.scope, token: 7, call: f, watch: new(flowWatch)}
 }
 
 // TestOutcomeRules: once the action ended, the first apply is its outcome

@@ -59,8 +59,9 @@ type attempt struct {
 	to      [2]int32 // the servers it was sent to
 	// gone: the client hung up on it (FaultDisconnect), and calls are
 	// the server calls it started, which hear so.
-	gone  bool
-	calls []*serverCall
+	gone     bool
+	calls    []*serverCall
+	callsBuf [2]*serverCall // calls' first array: an attempt reaches at most two servers
 }
 
 // Kinds of attempt and request events.
@@ -187,6 +188,7 @@ func (c *client) send(req *request) {
 	w := c.w
 	req.attempts++
 	att := &attempt{req: req, n: req.attempts}
+	att.calls = att.callsBuf[:0]
 	if req.attempts == 1 && w.fault(FaultBadInput, w.rng.clients) {
 		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(badKeyKinds))
 	}
@@ -290,15 +292,18 @@ func (c *client) receive(att *attempt, a answer) {
 }
 
 // fingerprint is the fingerprint of att's body by spec, taken once a
-// rendering of its request.
-func (att *attempt) fingerprint(spec *fingerprint.Spec) (core.Fingerprint, error) {
+// rendering of its request; again reports that it was taken before (and
+// the checker has seen it for this request).
+func (att *attempt) fingerprint(spec *fingerprint.Spec) (fp core.Fingerprint, again bool, err error) {
 	r := att.req
 	if len(att.body) == 0 || len(r.sent) == 0 || &att.body[0] != &r.sent[0] {
-		return spec.Of(att.body) // an earlier rendering
+		fp, err = spec.Of(att.body) // an earlier rendering
+		return fp, false, err
 	}
 	if r.sentSpec != spec {
 		r.sentFP, r.sentErr = spec.Of(att.body)
 		r.sentSpec = spec
+		return r.sentFP, false, r.sentErr
 	}
-	return r.sentFP, r.sentErr
+	return r.sentFP, true, r.sentErr
 }

@@ -27,6 +27,16 @@ func TestLive(t *testing.T) {
 		l.run()
 		r := &l.w.report
 		for _, v := range r.Violations {
+			// A live run is not reproducible by its seed: say what the
+			// scope came to, for the next reader of a rare failure.
+			if sc := r.violatingScope; sc >= 0 {
+				t.Logf("the scope's record at the end: %s; host stalls %v (longest %v)", l.w.shadow[sc].Describe(), r.HostStall, r.HostStallMax)
+				for _, rq := range l.w.requests {
+					if rq.scope == sc {
+						t.Logf("its payload %d: done %v after %d attempts", rq.payload, rq.done, rq.attempts)
+					}
+				}
+			}
 			t.Fatalf("seed %d: invariant %d (%s) in %s: %s", seed, v.Invariant, v.Name, v.Scope, v.Detail)
 		}
 		if r.Done < r.Requests-r.Abandoned || r.Executions == 0 || r.Replays+r.Status409+r.Status202 == 0 {

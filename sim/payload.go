@@ -216,6 +216,11 @@ func (wr *writer) object(ms, extra []jsonMember) {
 func (wr *writer) string(s string) {
 	escapeAll := wr.draw(2) == 0
 	dst := append(wr.dst, '"')
+	if plainASCII(s) {
+		// Nothing to escape, whatever was drawn: most names and values.
+		wr.dst = append(append(dst, s...), '"')
+		return
+	}
 	for _, c := range s {
 		switch {
 		case c == '"' || c == '\\':
@@ -232,6 +237,17 @@ func (wr *writer) string(s string) {
 		}
 	}
 	wr.dst = append(dst, '"')
+}
+
+// plainASCII reports whether s is ASCII without a control character, a
+// quote or a backslash: it is written as it is, escaped or not.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func appendU(dst []byte, c rune) []byte {

@@ -14,6 +14,11 @@ type pools struct {
 	flows    freeList[idem.Flow]
 	ops      freeList[store.Op]
 	applieds freeList[store.Applied]
+	// opRuns are server calls' main runs (serverCall.mainRun).
+	opRuns  freeList[opRun]
+	watches freeList[flowWatch] // zeroed when put back
+	// deliveries are answers crossing the network (sendAnswer).
+	deliveries freeList[delivery]
 }
 
 // freeList is a stack of values to use again.

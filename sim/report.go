@@ -16,17 +16,17 @@ type Report struct {
 
 	ConvergeMax, ConvergeP99 time.Duration // first send to definitive answer, virtual
 	VirtualTime              time.Duration
-	Converged                bool           // everything settled before the deadline
+	Converged                bool // everything settled before the deadline
 	// HostStall is, in a live run, how long its host did not run it (the
 	// stalls a timer measured, live_lag.go), HostStallMax the longest: the
 	// real-time bounds were widened by them.
 	HostStall, HostStallMax time.Duration
-	Counters                 []CounterValue // SPEC §7, in order
-	Violations               []Violation    // empty when every invariant held
-	Events                   []TraceEvent   // the run's trace
-	Scopes                   []core.Scope   // scope index -> scope, for Events
-	violatingScope           int32
-	converge                 []int64 // sorted, virtual nanoseconds
+	Counters                []CounterValue // SPEC §7, in order
+	Violations              []Violation    // empty when every invariant held
+	Events                  []TraceEvent   // the run's trace
+	Scopes                  []core.Scope   // scope index -> scope, for Events
+	violatingScope          int32
+	converge                []int64 // sorted, virtual nanoseconds
 }
 
 // Tally is what a run counts, and a summary adds up.

@@ -114,12 +114,16 @@ func (s *server) serve(att *attempt) {
 	if w.plant.fingerprintOneUseCase {
 		useCase = 0
 	}
-	fp, err := att.fingerprint(w.payloads.specs[useCase][att.req.version])
+	fp, again, err := att.fingerprint(w.payloads.specs[useCase][att.req.version])
 	if err != nil {
 		w.check.fingerprintRefused(att, err)
 		return
 	}
-	w.check.fingerprint(att.req, fp)
+	if !again {
+		// The same fingerprint of the same request passes again: the
+		// checker's map of owners only grows.
+		w.check.fingerprint(att.req, fp)
+	}
 	if w.cfg.Baseline == BaselineNoFingerprint {
 		fp = w.requestFingerprint(att.req)
 	}
@@ -127,7 +131,7 @@ func (s *server) serve(att *attempt) {
 	if att.req.badKey != "" {
 		key.Key = att.req.badKey
 	}
-	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: w.pools.flow()}
+	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: w.pools.flow(), watch: w.pools.watches.take()}
 	err = w.ex.BeginIn(c.call, idem.Request{Scope: key, Fingerprint: fp})
 	w.check.begun(att.req, key.Key, err)
 	if err != nil && att.req.badKey != "" {
@@ -138,7 +142,7 @@ func (s *server) serve(att *attempt) {
 	}
 	if err != nil {
 		// Bad input: refused for good, and the client does not send it again.
-		w.pools.putFlow(c.call)
+		c.end()
 		a := toAnswer(idem.Result{}, err)
 		a.definitive, a.refused = true, true
 		w.sendAnswer(s, att, a)

@@ -179,7 +179,9 @@ func (c *serverCall) finishAction(resp core.Response, err error, how int64) {
 // error code (check_input.go draws it, bad ones under FaultBadInput).
 func (c *serverCall) notExecuted(err error) error {
 	code := c.s.w.notExecutedCode()
-	c.watch.code = code
+	if c.watch != nil { // nil: the call already answered (its action timed out first), and nothing reads it
+		c.watch.code = code
+	}
 	return &idem.NotExecutedError{Err: err, Code: idem.ErrorCode(code)}
 }
 

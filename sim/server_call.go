@@ -33,13 +33,16 @@ type serverCall struct {
 	// committed: the action completed in its own transaction and works on
 	// (FaultCompleteInDiffers): told its lease is lost, it finishes anyway.
 	committed bool
-	watch     flowWatch // what the checker notes (check_flow.go)
+	watch     *flowWatch // what the checker notes (check_flow.go), from the pool as main is
 	// detached: the apply under way is the attempt's outcome
 	// (Effect.Detached), which the client's hanging up does not stop.
 	detached bool
-	main     opRun  // every apply of the call, one at a time
-	hb       *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
-	tx       *opRun // the action's own completion in its transaction (FaultCompleteInDiffers)
+	// main runs every apply of the call, one at a time: taken from the
+	// world's pool at the first and given back when the call answers (its
+	// 300 bytes were a third of a call's, and most calls make few applies).
+	main *opRun
+	hb   *opRun // the heartbeat's, which runs beside the action: made at the first beat, as most actions end before one
+	tx   *opRun // the action's own completion in its transaction (FaultCompleteInDiffers)
 	// diverged: the action returned another response than the completion
 	// it wrote in its own transaction (a caller that breaks CompleteIn's
 	// contract): its Complete must be refused and Recorded false, and its
@@ -70,7 +73,7 @@ func (c *serverCall) advance() {
 		}
 		c.detached = eff.Detached
 		c.s.w.check.flowEffect(c, eff) // check_flow.go
-		c.main.held = eff.Held
+		c.mainRun().held = eff.Held
 		c.sentAt = c.s.w.now
 		c.apply(eff.Event)
 	case idem.EffectRun:
@@ -94,8 +97,7 @@ func (c *serverCall) advance() {
 			// Raised again once recorded: the server's handler dies with it,
 			// and the client's connection drops without an answer.
 			c.s.w.log(TraceEvent{Scope: c.scope, Actor: ActorServer, ActorID: c.s.id, What: WhatPanic, Token: c.token})
-			c.s.w.pools.putFlow(c.call)
-			c.call = nil
+			c.end()
 			return
 		}
 		if c.s.crashes(c.scope) { // after complete, before the response
@@ -105,7 +107,34 @@ func (c *serverCall) advance() {
 	}
 }
 
-func (c *serverCall) apply(ev core.Event) { c.run(&c.main, evOpStep, ev) }
+func (c *serverCall) apply(ev core.Event) { c.run(c.mainRun(), evOpStep, ev) }
+
+// mainRun is c's main opRun, taken from the pool at its first use.
+func (c *serverCall) mainRun() *opRun {
+	if c.main == nil {
+		c.main = c.s.w.pools.opRuns.take()
+	}
+	return c.main
+}
+
+// end gives back what c took from the world's pools, once it answered:
+// its Flow, watch and main run are not reached through c after that (a
+// late step of its action finds the call over, see notExecuted), and they
+// are nil, so that a path that did reach them would fail loudly rather
+// than read another call's. A crashed call's are left to the collector,
+// as its events may still come.
+func (c *serverCall) end() {
+	p := &c.s.w.pools
+	p.putFlow(c.call)
+	c.call = nil
+	*c.watch = flowWatch{}
+	p.watches.put(c.watch)
+	c.watch = nil
+	if c.main != nil {
+		p.opRuns.put(c.main)
+		c.main = nil
+	}
+}
 
 // run starts applying ev in r, whose answers come as kind.
 func (c *serverCall) run(r *opRun, kind uint8, ev core.Event) {
@@ -138,13 +167,13 @@ const (
 func (c *serverCall) handle(kind uint8) {
 	switch kind {
 	case evOpStep:
-		c.s.w.opAnswer(c, &c.main, evOpStep)
+		c.s.w.opAnswer(c, c.main, evOpStep)
 	case evHbStep:
 		c.s.w.opAnswer(c, c.hb, evHbStep)
 	case evHbTick:
 		c.beat()
 	case evOpResume:
-		c.s.w.opCall(c, &c.main, evOpStep)
+		c.s.w.opCall(c, c.main, evOpStep)
 	case evTxStep:
 		c.s.w.opAnswer(c, c.tx, evTxStep)
 	case evLeaseTell:
@@ -193,17 +222,22 @@ func toAnswer(r idem.Result, err error) answer {
 	if err == nil {
 		return answer{status: r.Response.StatusCode, definitive: true, response: r.Response, kind: r.Kind, token: r.Token}
 	}
-	var e *idem.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*idem.Error](err); ok { // As's target would escape: an allocation every answer
 		return answer{status: e.Status, definitive: e.Code == idem.CodeKeyMisuse, retryAfter: int64(e.RetryAfter)}
 	}
 	return answer{status: http.StatusInternalServerError}
 }
 
 func (c *serverCall) reply() {
-	c.s.w.check.life.recorded(c.scope, &c.main.meta, c.call)
+	m := &opMeta{} // no apply made: a call whose client left before its reserve
+	if c.main != nil {
+		m = &c.main.meta
+	}
+	c.s.w.check.life.recorded(c.scope, m, c.call)
 	res, err := c.call.Result()
-	c.s.w.check.inFlightAnswer(c.scope, err) // check_live.go
+	if err != nil { // no answer at all is not in flight; the check's As would allocate
+		c.s.w.check.inFlightAnswer(c.scope, err) // check_live.go
+	}
 	a := toAnswer(res, err)
 	a.diverged = c.diverged && err == nil && res.Kind == idem.ResultExecuted
 	if !c.att.gone { // else its client hung up: nobody hears it
@@ -216,8 +250,7 @@ func (c *serverCall) reply() {
 		// handed out the store's own memory replays the edit next time.
 		reuseBuffer(&res.Response)
 	}
-	c.s.w.pools.putFlow(c.call)
-	c.call = nil
+	c.end()
 }
 
 // sendAnswer sends a to the client of att, through the lossy network.
@@ -234,7 +267,24 @@ func (w *world) sendAnswer(s *server, att *attempt, a answer) {
 		w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatLost, Arg: 1})
 		return
 	}
-	w.after(w.netLatency(), func() { att.req.c.receive(att, a) })
+	d := w.pools.deliveries.take()
+	d.att, d.a = att, a
+	w.afterH(w.netLatency(), d, 0)
+}
+
+// delivery is an answer on its way to its client: a handler from a pool,
+// not a closure, which would allocate its captured answer every reply.
+type delivery struct {
+	att *attempt
+	a   answer
+}
+
+func (d *delivery) handle(uint8) {
+	att, a := d.att, d.a
+	*d = delivery{}
+	w := att.req.c.w
+	w.pools.deliveries.put(d) // nothing refers to it once taken off the queue
+	att.req.c.receive(att, a)
 }
 
 func timeSince(now, start int64) time.Duration { return time.Duration(now - start) }

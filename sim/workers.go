@@ -49,6 +49,21 @@ type workerActor struct {
 	refused []attemptID
 }
 
+// Kinds of worker events: scheduled as a handler's, since a method value
+// (a.resume) would allocate a closure at each of a run's store calls.
+const (
+	evWorkerTick uint8 = iota
+	evWorkerResume
+)
+
+func (a *workerActor) handle(kind uint8) {
+	if kind == evWorkerTick {
+		a.tick()
+	} else {
+		a.resume()
+	}
+}
+
 // runEnded is what the coroutine yields when a run is over.
 const runEnded = -1
 
@@ -62,7 +77,7 @@ func (a *workerActor) tick() {
 	if a.sibling != nil && !a.siblingOn {
 		// The second reconciler ticks half a period after the first.
 		a.siblingOn = true
-		a.w.after(a.every/2, a.sibling.tick)
+		a.w.afterH(a.every/2, a.sibling, evWorkerTick)
 	}
 	if !a.alive {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -96,13 +111,13 @@ func (a *workerActor) resume() {
 	case !ok:
 		a.end()
 	case d != runEnded:
-		a.w.after(d, a.resume)
+		a.w.afterH(d, a, evWorkerResume)
 	case a.after():
 		every := a.every
 		if a.w.healed && a.meta.actor == ActorSweeper {
 			every = int64(a.w.cfg.SweepEvery) // a seldom sweeper is a fault: it stops with the others
 		}
-		a.w.after(every, a.tick)
+		a.w.afterH(every, a, evWorkerTick)
 	}
 }
 
