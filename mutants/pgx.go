@@ -256,7 +256,7 @@ var pgxMutants = []Mutant{
 	// ---- time partitioning (partition.go, partition_keep.go, inserts.go) ----
 	{
 		ID: "pgx-partition-insert-unlocked", File: "store/pgx/inserts.go",
-		Old:    "func (o ops) insertRow(ctx context.Context, scope *core.Scope, st *statement, args []any, dest []any) error {\n\tif !o.s.sql.partitioned || o.s.opt.partitionInsertUnlocked {\n",
+		Old:    "func (o ops) insertRow(ctx context.Context, scope *core.Scope, st *statement, args []any, dest []any) error {\n\tif !o.lockInserts() {\n",
 		New:    "func (o ops) insertRow(ctx context.Context, scope *core.Scope, st *statement, args []any, dest []any) error {\n\tif true {\n",
 		Desc:   "a reserve's insert into a partitioned table is sent without the scope's advisory lock: two at once both see no row, and both insert",
 		Breaks: "partition.go (every insert keeps the scope to one row); §6.1 at most once (two records of one key)",

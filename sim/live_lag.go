@@ -9,13 +9,13 @@ import (
 
 // hostLag measures the time a live run's host did not run it: a goroutine
 // asks to sleep lagTick, again and again, and counts each wake-up later
-// than lagStall past its time as a stall of that length. A live run's real
+// than lagStallMin past its time as a stall of that length. A live run's real
 // time bounds (an action told of its lost lease within half a lease, every
 // payload answered within the convergence bound) are bounds on the
 // executor, not on a host whose two cores run the race detector over other
 // packages: each bound is widened by the stalls measured inside its window,
 // and only by them, so that on a quiet host the bounds are as tight as
-// written. The run's report prints the stalls (Report.LiveStall*).
+// written. The run's report prints the stalls (Report.HostStall, HostStallMax).
 type hostLag struct {
 	mu     sync.Mutex
 	total  time.Duration       // every stall so far, summed

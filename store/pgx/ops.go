@@ -72,7 +72,8 @@ func (o ops) insert(ctx context.Context, rec *core.Record) error {
 		return err
 	})
 	if err == nil && !inserted {
-		// A partitioned table's insert found a row of the scope.
+		// The scope has a row: ON CONFLICT on a plain table, absentOnly
+		// on a partitioned one.
 		return fmt.Errorf("pgxstore: insert %s: %w", rec.Scope, store.ErrConflict)
 	}
 	return classify(ctx, "insert", err)

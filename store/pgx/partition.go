@@ -211,7 +211,8 @@ func partitionIn(ctx context.Context, tx pgx.Tx, n *names, po *PartitionOptions)
 	return nil
 }
 
-// sibling is the quoted name of another relation in the table's schema.
+// sibling is the quoted name of a relation in the table's schema (the
+// table's own, its sequence's, a partition's).
 func (n *names) sibling(name string) string {
 	if n.schema == "" {
 		return pgx.Identifier{name}.Sanitize()

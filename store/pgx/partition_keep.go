@@ -62,14 +62,10 @@ func (s *Store) KeepPartitions(ctx context.Context, p *core.Policy, po Partition
 		return rep, classify(ctx, "keep partitions", err)
 	}
 	var errs []error
-	have := map[string]bool{}
-	for _, pt := range parts {
-		have[pt.name] = true
-	}
 	for i := range po.Ahead + 1 {
 		start := po.spanStart(now).Add(time.Duration(i) * po.Span)
 		name := partitionName(s.n.table, start)
-		if have[name] || s.covered(parts, start, start.Add(po.Span)) {
+		if covered(parts, start, start.Add(po.Span)) {
 			continue
 		}
 		if _, err := s.pool.Exec(ctx, createPartitionSQL(s.n, &po, start)); err != nil {
@@ -143,8 +139,8 @@ func (s *Store) partitions(ctx context.Context) ([]partition, time.Time, error) 
 }
 
 // covered reports whether a partition of parts overlaps [from, to): the
-// legacy partition's end, or one of another span's length.
-func (s *Store) covered(parts []partition, from, to time.Time) bool {
+// span's own, the legacy partition's end, or one of another span's length.
+func covered(parts []partition, from, to time.Time) bool {
 	for _, pt := range parts {
 		if !pt.isDefault && !pt.to.IsZero() && pt.to.After(from) && pt.from.Before(to) {
 			return true

@@ -107,13 +107,7 @@ func (o *Options) names() (*names, error) {
 	if len(n.schema) > 63 {
 		return nil, fmt.Errorf("pgxstore: schema name %q is %d bytes, at most 63", n.schema, len(n.schema))
 	}
-	id := func(name string) string {
-		if n.schema == "" {
-			return pgx.Identifier{name}.Sanitize()
-		}
-		return pgx.Identifier{n.schema, name}.Sanitize()
-	}
-	n.qualified, n.sequence, n.audit = id(n.table), id(n.table+"_token_seq"), id(n.table+"_audit")
+	n.qualified, n.sequence, n.audit = n.sibling(n.table), n.sibling(n.table+"_token_seq"), n.sibling(n.table+"_audit")
 	// A channel is an identifier too; a hash keeps it short and free of
 	// anything that would need quoting (pg_notify takes it as text).
 	n.channel = fmt.Sprintf("idem_%016x", hashStrings(n.schema, n.table))
