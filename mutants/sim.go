@@ -204,6 +204,14 @@ var simMutants = []Mutant{
 		Desc:   "the lifecycle model applies an ambiguous write whose expected token is stale (the version matches)",
 		Breaks: "§6.4 fencing; invariant 0, the store's linearizability",
 	},
+	// ---- sim/server.go: the world's injectors -------------------------
+	{
+		ID: "sim-pause-freezes-last-server", File: "sim/server.go",
+		Old:    "\t\tif o != s && s.w.now >= o.pausedUntil {\n\t\t\treturn true",
+		New:    "\t\tif o != s {\n\t\t\treturn true",
+		Desc:   "a pause may freeze the last server running: the whole cluster frozen, its backlog served in one burst",
+		Breaks: "the world's cost bound of issue 21 §4 (server.mayPause): a seed several times the median, for no reach",
+	},
 	{
 		ID: "lin-holds-ignores-version", File: "linearizability/lifecyclemodel.go",
 		Old:    "return rec.Exists() && rec.Version == w.ExpectVersion && rec.Token == w.ExpectToken",

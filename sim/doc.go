@@ -25,7 +25,8 @@
 //     the lease's TellBy). An action may panic after its charge
 //     (FaultActionPanic: the Flow records it, then raises it again), or
 //     ignore its context once told (FaultActionDeaf: a late owner). A crash
-//     drops everything a server had in flight; a pause freezes it.
+//     drops everything a server had in flight; a pause freezes it, never
+//     the last server running (server.mayPause).
 //   - The gateway charges, declines, times out before or after charging, or
 //     is slow; it refuses a request that arrives after its deadline, which
 //     is what lets the reconciler conclude "not executed" once an unknown

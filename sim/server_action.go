@@ -40,7 +40,7 @@ func (c *serverCall) runAction(at idem.Attempt) {
 		return
 	}
 	pauseBefore := false
-	if w.fault(FaultPause, w.rng.servers) {
+	if s.mayPause() && w.fault(FaultPause, w.rng.servers) {
 		pauseBefore = w.rng.servers.IntN(2) == 0
 		c.pauseAfter = !pauseBefore
 	}
@@ -95,7 +95,7 @@ func (c *serverCall) actionStep(kind uint8) {
 		}
 		s.runEvent(event{h: c, kind: evActionBack, srv: s, epoch: c.epoch})
 	case evActionBack:
-		if c.pauseAfter {
+		if c.pauseAfter && s.mayPause() {
 			s.pause(c.scope) // a zombie: it wakes after its lease and tries to complete
 		}
 		s.runEvent(event{h: c, kind: evActionDone, srv: s, epoch: c.epoch})

@@ -86,7 +86,7 @@ func (r *opRun) result() (a *store.Applied, err error, ok bool) {
 func (w *world) opAnswer(c *serverCall, r *opRun, kind uint8) {
 	a, err, ok := r.result()
 	if !ok {
-		if r == c.main && ownerWrite(r.meta.event) && w.fault(FaultPause, w.rng.servers) {
+		if r == c.main && ownerWrite(r.meta.event) && c.s.mayPause() && w.fault(FaultPause, w.rng.servers) {
 			// The server freezes with the record it loaded in hand, and
 			// writes when it wakes: a zombie whose compare-and-set must
 			// fail, even if meanwhile the key's record expired, was

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestMayPause: a server may freeze unless every other server is frozen
+// (a run of one server may always).
+func TestMayPause(t *testing.T) {
+	w, _ := ruleWorld(t, 1)
+	if len(w.servers) != 3 {
+		t.Fatalf("%d servers, want the default 3", len(w.servers))
+	}
+	a, b, c := w.servers[0], w.servers[1], w.servers[2]
+	if !a.mayPause() {
+		t.Error("nobody frozen: a server may not freeze")
+	}
+	b.pausedUntil = w.now + int64(time.Second)
+	if !a.mayPause() {
+		t.Error("one other server frozen: may not freeze beside it")
+	}
+	c.pausedUntil = w.now + 1
+	if a.mayPause() {
+		t.Error("every other server frozen: may freeze, leaving none running")
+	}
+	c.pausedUntil = w.now // its pause ends now: it runs
+	if !a.mayPause() {
+		t.Error("a server whose pause ended now counted as frozen")
+	}
+	w.servers = w.servers[:1]
+	if !a.mayPause() {
+		t.Error("a run of one server never freezes")
+	}
+}
+
+// TestPausesLeaveAServerRunning runs worlds of frequent pauses and reads
+// their traces: at no instant is every server frozen, while two are, now
+// and then (the rule is "never the last", not "one at a time").
+func TestPausesLeaveAServerRunning(t *testing.T) {
+	cfg := ConfigDefault()
+	cfg.Faults, cfg.Swarm, cfg.Requests, cfg.LinCheck = 1<<FaultPause, false, 400, false
+	cfg.FaultRate[FaultPause] = 0.3
+	pauses, most := 0, 0
+	for seed := uint64(1); seed <= 10; seed++ {
+		cfg.Seed = seed
+		r := run(cfg, true)
+		if len(r.Violations) > 0 {
+			t.Fatalf("seed %d: violations: %v", seed, r.Violations)
+		}
+		type edge struct {
+			at    int64
+			delta int // +1 a pause starts, -1 it ends
+		}
+		var edges []edge
+		for _, e := range r.Events {
+			if e.What == WhatPause {
+				edges = append(edges, edge{e.At, +1}, edge{e.At + e.Arg, -1})
+				pauses++
+			}
+		}
+		// Ends before starts at one instant: a pause ending at t leaves
+		// its server running at t.
+		slices.SortFunc(edges, func(x, y edge) int {
+			if x.at != y.at {
+				return int(min(max(x.at-y.at, -1), 1))
+			}
+			return x.delta - y.delta
+		})
+		frozen := 0
+		for _, e := range edges {
+			frozen += e.delta
+			most = max(most, frozen)
+			if frozen >= cfg.Servers {
+				t.Fatalf("seed %d: every server frozen at %v", seed, time.Duration(e.at))
+			}
+		}
+	}
+	if pauses < 30 {
+		t.Fatalf("%d pauses in 10 seeds, want many", pauses)
+	}
+	if most != cfg.Servers-1 {
+		t.Errorf("at most %d servers frozen at once, want %d", most, cfg.Servers-1)
+	}
+}
