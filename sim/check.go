@@ -141,9 +141,10 @@ func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core
 		c.grant(scope, prev, rec)
 	}
 	switch m.event {
-	case core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat:
-		// An owner's write must find its own attempt's token on the record.
-		if m.actor == ActorServer && kind != core.WriteInsert && expectToken != m.attempt {
+	case core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat, core.EventEvict:
+		// An owner's write must find its own attempt's token on the
+		// record, and an operator's evict the token they read.
+		if (m.actor == ActorServer || m.actor == ActorOperator) && kind != core.WriteInsert && expectToken != m.attempt {
 			c.fail(4, scope, "%v of attempt %d wrote over the record of attempt %d", m.event, m.attempt, expectToken)
 		}
 	}

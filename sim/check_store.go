@@ -96,7 +96,7 @@ func (x *writeSeen) eventKind() core.EventKind {
 		return core.EventSweep
 	case ActorReconciler:
 		return core.EventResolve
-	case ActorServer:
+	case ActorServer, ActorOperator:
 		return x.m.event
 	}
 	return core.EventInvalid

@@ -137,6 +137,7 @@ func (c *client) makeRequest() *request {
 	req.fp = w.payloads.refFingerprint(&req.body, useCases[req.useCase], schemaVersions[req.version])
 	w.requests = append(w.requests, req)
 	w.check.request(req)
+	w.operatorChance()
 	return req
 }
 

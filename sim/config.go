@@ -40,6 +40,7 @@ const (
 	FaultStoreReject                       // the store rejects, for good, every write of a response over 32 KiB (a column narrower than the policy's limit) until the faults stop
 	FaultActionPanic                       // the action panics after its gateway call answered: recorded unknown, then raised again
 	FaultActionDeaf                        // told its lease is lost, the action ignores its context and returns what its gateway call answers: a late owner
+	FaultOperatorEvict                     // an operator looks at a recent request's record and evicts it a while later by the token read then (idemctl show, evict)
 	faultCount
 )
 
@@ -49,6 +50,7 @@ var faultNames = [faultCount]string{
 	"store_latency", "pause", "disconnect", "duplicate", "key_misuse", "gateway_odd_answer",
 	"gateway_stall", "heartbeat_stall", "check_bad", "store_clock_back", "bad_input",
 	"store_token_stale", "complete_in_differs", "store_reject", "action_panic", "action_deaf",
+	"operator_evict",
 }
 
 func (f Fault) String() string {

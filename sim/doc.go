@@ -37,6 +37,12 @@
 //     after the key moved on), and a ledger that shows what an attempt did
 //     only some time after its lease end (records stay unknown past their
 //     TTL while clients retry).
+//   - An operator (operator.go, FaultOperatorEvict) looks at a recent
+//     request's record, often one in progress, unknown or failed_retryable,
+//     and evicts it a while later by the token read then, as idemctl show
+//     and evict do: the core must refuse an evict of a record whose outcome
+//     is not known, or whose token is no longer the one read; an evicted
+//     key's next request starts a new incarnation.
 //   - A foreign host (foreign.go), a host of the core in another runtime
 //     with none of the executor's validation, sends what the executor
 //     refused (bad keys, error codes out of the alphabet or one byte too
@@ -130,7 +136,8 @@
 // in-flight status by the policy); 12, a counter of SPEC §7 that differs
 // from the checker's recount of what each caller was told. Invariant 4
 // also holds every owner event the core accepts to the record's token,
-// whatever the lease's state, and invariant 10 every Due listing to due
+// whatever the lease's state, and an operator's evict to the token they
+// read, and invariant 10 every Due listing to due
 // records only, most overdue first, at most its limit.
 // With Config.LinCheck, the store's history is also checked for
 // linearizability. The first violation stops the run; its report carries the

@@ -91,7 +91,7 @@ func TestEveryFaultAtOnce(t *testing.T) {
 // passing run is not a quiet one.
 func TestFaultsFire(t *testing.T) {
 	cfg := allFaultsAt(0.05)
-	cfg.Seed = 7
+	cfg.Seed = 8 // a seed on which every injector fires (7 was until the operator's sessions came)
 	r, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestFaultsFire(t *testing.T) {
 	for _, e := range r.Events {
 		seen[e.What]++
 	}
-	for _, w := range []What{WhatCrash, WhatRestart, WhatLost, WhatPause, WhatFaultAfter, WhatStoreError, WhatDecline, WhatDeadline, WhatTimeout, WhatRefused} {
+	for _, w := range []What{WhatCrash, WhatRestart, WhatLost, WhatPause, WhatFaultAfter, WhatStoreError, WhatDecline, WhatDeadline, WhatTimeout, WhatRefused, WhatShow, WhatEvict} {
 		if seen[w] == 0 {
 			t.Errorf("no %v event in a run with every fault at 5%%", w)
 		}

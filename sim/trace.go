@@ -20,9 +20,10 @@ const (
 	ActorReconciler
 	ActorSweeper
 	ActorWorld
+	ActorOperator
 )
 
-var actorNames = [...]string{"client", "server", "store", "gateway", "reconciler", "sweeper", "world"}
+var actorNames = [...]string{"client", "server", "store", "gateway", "reconciler", "sweeper", "world", "operator"}
 
 func (a Actor) String() string { return actorNames[a] }
 
@@ -56,13 +57,15 @@ const (
 	WhatStoreRejected             // store: rejected a write for good (Arg: the response's body bytes)
 	WhatHangUp                    // client hangs up on attempt Arg (its servers' contexts are done)
 	WhatPanic                     // server: the action panicked; the Flow raises it again once recorded
+	WhatShow                      // operator: looked at the record of attempt Token
+	WhatEvict                     // operator: evicted by Token; the core decided Arg (core.DecisionKind), or the store failed (Arg -1)
 	whatCount
 )
 
 var whatNames = [whatCount]string{
 	"send", "lost", "answer", "done", "rejected", "timeout", "decision", "store_error", "write", "fault_after_write",
 	"charge", "decline", "deadline", "gateway_call", "action_ended", "crash", "restart", "pause", "reply", "heal",
-	"stall", "lease_lost", "check_bad", "store_rejected", "hang_up", "panic",
+	"stall", "lease_lost", "check_bad", "store_rejected", "hang_up", "panic", "show", "evict",
 }
 
 func (w What) String() string {
@@ -141,6 +144,14 @@ func (e *TraceEvent) Text() string {
 		fmt.Fprintf(&b, "hangs up on attempt %d", e.Arg)
 	case WhatPanic:
 		b.WriteString("action panicked")
+	case WhatShow:
+		b.WriteString("looks at the record")
+	case WhatEvict:
+		if e.Arg < 0 {
+			b.WriteString("evicts by the token it read: the store failed")
+		} else {
+			fmt.Fprintf(&b, "evicts by the token it read -> %v", core.DecisionKind(e.Arg))
+		}
 	case WhatCheck:
 		fmt.Fprintf(&b, "check goes wrong: %s", checkBadNames[e.Arg])
 	case WhatStoreRejected:
@@ -154,7 +165,7 @@ func (e *TraceEvent) Text() string {
 
 func (e *TraceEvent) actor() string {
 	switch e.Actor {
-	case ActorStore, ActorGateway, ActorReconciler, ActorSweeper, ActorWorld:
+	case ActorStore, ActorGateway, ActorReconciler, ActorSweeper, ActorWorld, ActorOperator:
 		return e.Actor.String()
 	}
 	return fmt.Sprintf("%v-%d", e.Actor, e.ActorID)

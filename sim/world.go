@@ -281,13 +281,15 @@ type rngs struct {
 	// that they do not depend on how the run went); render how clients
 	// write payloads out; clock the store clock's grain and steps.
 	payload, render, clock *rand.Rand
+	// operator draws the operator's sessions (operator.go).
+	operator *rand.Rand
 }
 
 func newRngs(seed uint64) rngs {
 	sub := func(component uint64) *rand.Rand {
 		return rand.New(rand.NewPCG(splitmix(seed^component*0x9e3779b97f4a7c15), splitmix(seed+component)))
 	}
-	return rngs{swarm: sub(1), clients: sub(2), servers: sub(3), net: sub(4), store: sub(5), gateway: sub(6), path: sub(7), policy: sub(8), payload: sub(9), clock: sub(10), render: sub(11)}
+	return rngs{swarm: sub(1), clients: sub(2), servers: sub(3), net: sub(4), store: sub(5), gateway: sub(6), path: sub(7), policy: sub(8), payload: sub(9), clock: sub(10), render: sub(11), operator: sub(12)}
 }
 
 func splitmix(x uint64) uint64 {
