@@ -12,7 +12,8 @@
 //     random server; they time out, retry with exponential backoff and full
 //     jitter, honour Retry-After, and sometimes send one request to two
 //     servers at once. A quarter of them are buggy and now and then reuse a
-//     key for another payload.
+//     key for another payload, most often one whose record is
+//     failed_retryable at the time.
 //   - Servers host each request's idem.Flow as Executor.Do does, performing
 //     each effect on virtual time: every store call goes through a store.Op
 //     (load, step, compare-and-set) or the memory store's fast path, takes
