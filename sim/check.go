@@ -144,7 +144,7 @@ func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core
 	case core.EventComplete, core.EventFail, core.EventMarkUnknown, core.EventHeartbeat, core.EventEvict:
 		// An owner's write must find its own attempt's token on the
 		// record, and an operator's evict the token they read.
-		if (m.actor == ActorServer || m.actor == ActorOperator) && kind != core.WriteInsert && expectToken != m.attempt {
+		if m.ownToken() && kind != core.WriteInsert && expectToken != m.attempt {
 			c.fail(4, scope, "%v of attempt %d wrote over the record of attempt %d", m.event, m.attempt, expectToken)
 		}
 	}

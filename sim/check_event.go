@@ -25,7 +25,7 @@ func eventOf(m *opMeta, scope int32, kind core.EventKind, known *core.Event, now
 		ev = *known
 	} else {
 		ev = core.Event{Kind: kind, Fingerprint: after.Fingerprint, Response: after.Response, ErrorCode: after.LastErrorCode, Verdict: verdictOf(after)}
-		if (m.actor == ActorServer || m.actor == ActorOperator) && kind != core.EventReserve {
+		if m.ownToken() && kind != core.EventReserve {
 			ev.Token = m.attempt
 		}
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"slices"
 	"testing"
 	"time"
@@ -62,12 +63,7 @@ func TestPausesLeaveAServerRunning(t *testing.T) {
 		}
 		// Ends before starts at one instant: a pause ending at t leaves
 		// its server running at t.
-		slices.SortFunc(edges, func(x, y edge) int {
-			if x.at != y.at {
-				return int(min(max(x.at-y.at, -1), 1))
-			}
-			return x.delta - y.delta
-		})
+		slices.SortFunc(edges, func(x, y edge) int { return cmp.Or(cmp.Compare(x.at, y.at), x.delta-y.delta) })
 		frozen := 0
 		for _, e := range edges {
 			frozen += e.delta

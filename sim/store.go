@@ -38,6 +38,11 @@ type opMeta struct {
 	holdsCompletion bool
 }
 
+// ownToken reports whether the caller writes with a token of its own, in
+// m.attempt: a server (its attempt's) or an operator (the one they read).
+// The sweeper and the reconciler write with the record's.
+func (m *opMeta) ownToken() bool { return m.actor == ActorServer || m.actor == ActorOperator }
+
 // heard notes the record a server's Complete found or left, with ev, the
 // Complete, when known (its response is then compared too).
 func (m *opMeta) heard(rec *core.Record, ev *core.Event) {
@@ -363,10 +368,10 @@ func (w *world) client(m *opMeta) int {
 // history records a store call for -lincheck: made now by m, answered when
 // m hears back.
 func (w *world) history(m *opMeta, op linearizability.StoreOperation) {
-	if !w.cfg.LinCheck || w.fastPath && m.actor == ActorOperator {
+	if !w.cfg.LinCheck || w.fastPath && op.Kind == store.MethodLoad {
 		// On the fast path's seeds the writes are Applies, in the
-		// lifecycle history: an operator's Load, alone in the store's,
-		// would be held to a store nobody wrote.
+		// lifecycle history: a Load (an operator's), alone in the
+		// store's, would be held to a store nobody wrote.
 		return
 	}
 	op.Client = w.client(m)
