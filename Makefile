@@ -21,7 +21,7 @@ sim:
 ## optimises simrun with (PGO, on by default for a main package): one
 ## BenchmarkRun of sim-long's settings. Re-run it when the world changes much.
 sim-pgo:
-	GOGC=3200 $(GO) test -run '^$$' -bench 'BenchmarkRun/requests=1000' -benchtime 150x -cpuprofile cmd/simrun/default.pgo -o /tmp/idem-sim-pgo.test ./sim/
+	GOGC=800 $(GO) test -run '^$$' -bench 'BenchmarkRun/requests=1000' -benchtime 150x -cpuprofile cmd/simrun/default.pgo -o /tmp/idem-sim-pgo.test ./sim/
 	rm -f /tmp/idem-sim-pgo.test
 
 ## sim-long: ten million simulated requests (see BENCHMARKS.md)

@@ -21,12 +21,14 @@ import (
 
 func main() {
 	// A run's live heap is a few megabytes per worker, and the simulator
-	// allocates fast: a higher collection target trades memory (about
-	// 1.3 GB at 1,000 requests a seed, on 2 workers) for run time (a third
-	// of it at the default target, a tenth at 800). GOGC, when set, still
-	// wins.
+	// allocates fast: a higher collection target than the default trades
+	// memory for run time, up to a point. Past it the heap outgrows the
+	// processor's caches and every new span is a cache miss and a page
+	// fault: on 300 seeds of sim-long's settings, alternated, 800 took
+	// 0.88 of 3200's wall time, 400 and 1800 0.91 (BENCHMARKS.md). GOGC,
+	// when set, still wins.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(3200)
+		debug.SetGCPercent(800)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
