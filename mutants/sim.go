@@ -213,6 +213,13 @@ var simMutants = []Mutant{
 		Breaks: "the world's cost bound of issue 21 §4 (server.mayPause): a seed several times the median, for no reach",
 	},
 	{
+		ID: "sim-backlog-unbounded", File: "sim/server.go",
+		Old:    "\tif s.backlog >= held {",
+		New:    "\tif s.backlog >= held && false {",
+		Desc:   "a paused server holds every arrival: the attempts of a long pause served in one burst after their clients gave up",
+		Breaks: "the world's cost bound of issue 21 §4 (server.hold, Config.BacklogMax): a fifth of a run's answers to nobody, for no reach",
+	},
+	{
 		ID: "lin-holds-ignores-version", File: "linearizability/lifecyclemodel.go",
 		Old:    "return rec.Exists() && rec.Version == w.ExpectVersion && rec.Token == w.ExpectToken",
 		New:    "return rec.Exists() && rec.Token == w.ExpectToken",

@@ -146,8 +146,12 @@ type Config struct {
 	ClientBackoffBase, ClientBackoffMax  time.Duration
 	RestartDelay                         time.Duration // a crashed server comes back after this
 	CrashQuiet                           time.Duration // a restarted server does not crash again for this long
-	ReconcileEvery, SweepEvery           time.Duration
-	GatewayIdempotent                    bool // the gateway dedupes charges by key (off: idem alone must prevent duplicates)
+	// BacklogMax is the most arrivals a paused server holds (its accept
+	// queue, or a proxy's pending requests for it); past it, arrivals are
+	// refused until the pause ends. 0: no bound.
+	BacklogMax                 int
+	ReconcileEvery, SweepEvery time.Duration
+	GatewayIdempotent          bool // the gateway dedupes charges by key (off: idem alone must prevent duplicates)
 	// LinCheck records every store call and checks the history against
 	// the store's linearizability model (package linearizability). On by
 	// default: it costs about twice a run's time (BENCHMARKS.md), and a
@@ -278,6 +282,7 @@ func ConfigDefault() Config {
 		ClientBackoffMax:  2 * time.Second,
 		RestartDelay:      200 * time.Millisecond,
 		CrashQuiet:        2 * time.Second,
+		BacklogMax:        32,
 		ReconcileEvery:    500 * time.Millisecond,
 		SweepEvery:        time.Second,
 	}
@@ -296,6 +301,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("clients %d: want at least 1", c.Clients)
 	case c.Servers < 1:
 		return fmt.Errorf("servers %d: want at least 1", c.Servers)
+	case c.BacklogMax < 0:
+		return fmt.Errorf("backlog %d: want 0 (no bound) or more", c.BacklogMax)
 	case c.Baseline >= baselineCount:
 		return fmt.Errorf("unknown baseline %v", c.Baseline)
 	case c.StorePath >= storePathCount:

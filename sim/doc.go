@@ -27,7 +27,8 @@
 //     (FaultActionPanic: the Flow records it, then raises it again), or
 //     ignore its context once told (FaultActionDeaf: a late owner). A crash
 //     drops everything a server had in flight; a pause freezes it, never
-//     the last server running (server.mayPause).
+//     the last server running (server.mayPause), and it holds at most
+//     Config.BacklogMax arrivals meanwhile, refusing the rest (server.hold).
 //   - The gateway charges, declines, times out before or after charging, or
 //     is slow; it refuses a request that arrives after its deadline, which
 //     is what lets the reconciler conclude "not executed" once an unknown

@@ -63,7 +63,7 @@ func (c *Config) Describe() string {
 	fmt.Fprintf(&b, "\nstore:      %s, latency=%v..%v per call, path=%v", storeName, c.StoreLatencyMin, c.StoreLatencyMax, c.StorePath)
 	fmt.Fprintf(&b, "\ngateway:    latency=%v..%v timeout=%v idempotent=%t", c.GatewayLatencyMin, c.GatewayLatencyMax, c.GatewayTimeout, c.GatewayIdempotent)
 	fmt.Fprintf(&b, "\nclients:    timeout=%v backoff=%v..%v with full jitter", c.ClientTimeout, c.ClientBackoffBase, c.ClientBackoffMax)
-	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.ReconcileEvery, c.SweepEvery)
+	fmt.Fprintf(&b, "\nservers:    restart_after_crash=%v no_crash_after_restart=%v backlog_when_paused=%d; reconciler every %v, sweeper every %v", c.RestartDelay, c.CrashQuiet, c.BacklogMax, c.ReconcileEvery, c.SweepEvery)
 	fmt.Fprintf(&b, "\nphases:     faults for %v of arrivals, then healing", c.Arrival)
 	b.WriteString("\nchecks:     SPEC §6 invariants 1-7; SPEC §5 and the drawn policy on every store write (8); bad input rejected (9); time boundaries (10); the executor's contract (11); the §7 counters (12)")
 	if c.LinCheck {

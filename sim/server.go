@@ -18,6 +18,10 @@ type server struct {
 	pausedFrom  int64 // the last pause: from when
 	pausedUntil int64 // to when (a later time than now: paused)
 	quietUntil  int64 // no crash before this: a cluster that is mostly down tests little
+	// backlog is the arrivals held during the pause that began at
+	// backlogOf (Config.BacklogMax).
+	backlog   int
+	backlogOf int64
 }
 
 // at schedules fn on the server d from now.
@@ -83,6 +87,28 @@ func (s *server) mayPause() bool {
 	return false
 }
 
+// hold reports whether the server takes an arrival now: always while it
+// runs; while it is paused, only until Config.BacklogMax arrivals wait.
+// Without a bound a long pause gathered hundreds of attempts whose clients
+// had given up, all served in one burst when it ended: a fifth of a run's
+// answers went to them, and the first few dozen of a pause already bring
+// every late arrival the burst did (a replay, a new incarnation, an
+// attempt past its key's lease).
+func (s *server) hold() bool {
+	held := s.w.cfg.BacklogMax
+	if s.w.now >= s.pausedUntil || held == 0 {
+		return true
+	}
+	if s.backlogOf != s.pausedFrom {
+		s.backlog, s.backlogOf = 0, s.pausedFrom
+	}
+	if s.backlog >= held {
+		return false
+	}
+	s.backlog++
+	return true
+}
+
 // pausedOver reports whether the server's last pause overlapped the
 // virtual interval from..to: its timers could not fire in time.
 func (s *server) pausedOver(from, to int64) bool { return s.pausedUntil > from && s.pausedFrom < to }
@@ -111,9 +137,10 @@ func ownerWrite(k core.EventKind) bool {
 }
 
 // receive is a request (copy 0 or 1 of att) arriving from a
-// client: served now, or once the server's pause ends.
+// client: served now, or once the server's pause ends, or refused when the
+// server is down or its backlog full.
 func (s *server) receive(att *attempt, copy uint8) {
-	if !s.alive {
+	if !s.alive || !s.hold() {
 		s.w.afterH(s.w.netLatency(), att, evRefused)
 		return
 	}
