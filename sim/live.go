@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -85,6 +86,14 @@ type live struct {
 	// giveUpAfter is when, from the start, the run gives up converging
 	// unless the host stalled (inTime); set before the clients start.
 	giveUpAfter time.Duration
+	// convergeAfter is the bound a request is given from its arrival, and
+	// lastArrival when, from the start, a client last made one. A client
+	// sends its requests one after the other: on a busy host one slow
+	// request delays the next past the run's bound, which then found it
+	// never sent (no answer, 0 attempts; TestLive under load). A late
+	// arrival has a bound of its own.
+	convergeAfter time.Duration
+	lastArrival   atomic.Int64
 }
 
 // livePlants are bugs the live checker tests plant in a run, each where
@@ -260,7 +269,8 @@ func (l *live) run() {
 	for i := range cfg.Requests {
 		starts[i%cfg.Clients] = append(starts[i%cfg.Clients], time.Duration(w.rng.clients.Int64N(int64(cfg.Arrival))))
 	}
-	l.giveUpAfter = cfg.Arrival + time.Duration(w.convergeBound())
+	l.convergeAfter = time.Duration(w.convergeBound())
+	l.giveUpAfter = cfg.Arrival + l.convergeAfter
 	l.unlock()
 	ctx, stopWorkers := context.WithCancel(context.Background())
 	var lag sync.WaitGroup
@@ -317,10 +327,23 @@ func (l *live) startWorkers(ctx context.Context) *sync.WaitGroup {
 }
 
 // inTime is whether the run has not yet given up: the convergence bound
-// after the arrivals, plus every stall of the host (live_lag.go).
+// after the arrivals (the last one, if it came late), plus every stall of
+// the host (live_lag.go).
 func (l *live) inTime() bool {
 	stalls, _ := l.lag.sum()
-	return time.Since(l.start) < l.giveUpAfter+stalls
+	deadline := max(l.giveUpAfter, time.Duration(l.lastArrival.Load())+l.convergeAfter)
+	return time.Since(l.start) < deadline+stalls
+}
+
+// arrived notes that a client made a request now.
+func (l *live) arrived() {
+	at := int64(time.Since(l.start))
+	for {
+		last := l.lastArrival.Load()
+		if at <= last || l.lastArrival.CompareAndSwap(last, at) {
+			return
+		}
+	}
 }
 
 // client sends its requests, each at its start, one after the other, each
@@ -331,6 +354,7 @@ func (l *live) client(c *client, starts []time.Duration) {
 		l.lock()
 		req := c.makeRequest()
 		l.unlock()
+		l.arrived()
 		for attempt := 0; l.inTime(); attempt++ {
 			if l.send(req, attempt) {
 				break

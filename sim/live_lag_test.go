@@ -59,3 +59,25 @@ func TestHostLagMeasures(t *testing.T) {
 		t.Errorf("stalls %v: none after the last one's end", h.stalls)
 	}
 }
+
+// TestLiveLateArrivalHasItsBound: a run past its bound is out of time,
+// until a client makes a request late (one after a slow one): that
+// request has the convergence bound from its own arrival. An earlier
+// arrival noted afterwards moves nothing back.
+func TestLiveLateArrivalHasItsBound(t *testing.T) {
+	// Arrivals for 1 s, then 2 s to converge.
+	l := &live{start: time.Now().Add(-10 * time.Second), giveUpAfter: 3 * time.Second, convergeAfter: 2 * time.Second}
+	if l.inTime() {
+		t.Fatal("10 s into a run with a 3 s bound and no late arrival: still in time")
+	}
+	l.arrived()
+	if !l.inTime() {
+		t.Fatal("a request made now, with 2 s to converge: out of time")
+	}
+	at := l.lastArrival.Load()
+	l.start = l.start.Add(5 * time.Second) // a clock that reads an earlier arrival
+	l.arrived()
+	if got := l.lastArrival.Load(); got != at {
+		t.Fatalf("an earlier arrival moved the last one from %v to %v", time.Duration(at), time.Duration(got))
+	}
+}
