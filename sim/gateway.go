@@ -138,9 +138,11 @@ func (ch *charge) build() core.Response {
 	return core.Response{StatusCode: http.StatusCreated, Headers: headers, SchemaVersion: 1, Body: body}
 }
 
-// largeBodyBytes is the size of a large answer: well past a network packet,
-// well within the policy's stored-response limit.
-const largeBodyBytes = 64 << 10
+// largeBodyBytes is the size of a large answer: well past a network packet
+// and past the column FaultStoreReject narrows (storeColumnBytes), well
+// within the policy's stored-response limit. No more: a large answer is
+// copied at every replay, and 64 KiB made them a few per cent of a run.
+const largeBodyBytes = storeColumnBytes + 8<<10
 
 // payloadOf reads back the payload a response was made for.
 func payloadOf(r *core.Response) int64 {
