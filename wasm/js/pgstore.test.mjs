@@ -60,7 +60,13 @@ test('concurrent requests on PostgreSQL: one execution per key, every other answ
     assert.ok(executed, `no execution of key ${i % 3}`);
     assert.deepEqual(r.response, executed.response);
   }
-  assert.ok(lines.length > 24);
+  // Every request applies at least once and each execution completes; how
+  // many found their key in flight (and applied again once woken) depends
+  // on the host's pace, so only that some did is asserted: a request that
+  // came after its key's completion is a plain replay.
+  const applies = lines.slice(1);
+  assert.ok(applies.length >= 12 + 3, `only ${applies.length} applies recorded`);
+  assert.ok(applies.some((l) => l.transition?.decision === 'in_flight'), 'no request found its key in flight: no waiter was woken');
 });
 
 test('the PostgreSQL store\'s history under concurrent requests is linearizable (Go\'s cmd/lincheck)', async () => {
