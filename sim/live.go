@@ -314,13 +314,13 @@ func (l *live) startWorkers(ctx context.Context) *sync.WaitGroup {
 		return ex
 	}
 	quiet := idem.WithErrorHandler(func(error) {}) // store faults make runs fail; they are counted
-	sweeper, _ := build(&l.sweepMeta).Sweeper(quiet)
+	sweeper, _ := build(&l.sweepMeta).Sweeper(workerLog, quiet)
 	check := func(ctx context.Context, rec idem.Record) (idem.Finding, error) {
 		w := l.lock()
 		defer l.unlock()
 		return w.reconcileCheck(ctx, rec)
 	}
-	reconciler, _ := build(&l.reconcileMeta).Reconciler(check, quiet)
+	reconciler, _ := build(&l.reconcileMeta).Reconciler(check, workerLog, quiet)
 	wg.Go(func() { _ = sweeper.Run(ctx, w.cfg.SweepEvery) })
 	wg.Go(func() { _ = reconciler.Run(ctx, w.cfg.ReconcileEvery) })
 	return &wg

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"log/slog"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
@@ -237,7 +238,7 @@ func (w *world) newWorkerActors() {
 	ledger := drawReconcileWorld(w.cfg.Seed, &w.policy, w.cfg.SweepEvery)
 	sweep := &workerActor{w: w, meta: &w.sweepMeta, every: int64(ledger.sweepEvery), after: func() bool { return true }}
 	w.sweepMeta.worker = sweep
-	sweeper, err := w.actorExecutor(sweep).Sweeper(idem.WithBatchSize(50))
+	sweeper, err := w.actorExecutor(sweep).Sweeper(idem.WithBatchSize(50), workerLog)
 	if err != nil {
 		panic(err) // unreachable: the batch size is positive
 	}
@@ -250,11 +251,17 @@ func (w *world) newWorkerActors() {
 	}
 }
 
+// workerLog is the workers' logger: none. What they would log is the run's
+// own doing, counted and reported (a key given up on is in reconcile.failed
+// and the summary's "keys left to an operator"): printed, it was a WARN
+// line on simrun's stderr for each, a thousand and more in sim-long.
+var workerLog = idem.WithLogger(slog.New(slog.DiscardHandler))
+
 // reconcilerActor is a reconciler actor over meta's view of the store.
 func (w *world) reconcilerActor(meta *opMeta, ledger *reconcileWorld, after func() bool) *workerActor {
 	a := &workerActor{w: w, meta: meta, every: int64(w.cfg.ReconcileEvery), after: after, ledger: ledger}
 	meta.finding, meta.worker = &a.found, a
-	reconciler, err := w.actorExecutor(a).Reconciler(w.checkAs(a), idem.WithBatchSize(50))
+	reconciler, err := w.actorExecutor(a).Reconciler(w.checkAs(a), idem.WithBatchSize(50), workerLog)
 	if err != nil {
 		panic(err) // unreachable: the check is set
 	}
