@@ -214,8 +214,8 @@ var simMutants = []Mutant{
 	},
 	{
 		ID: "sim-backlog-unbounded", File: "sim/server.go",
-		Old:    "\tif s.backlog >= held {",
-		New:    "\tif s.backlog >= held && false {",
+		Old:    "\tif s.backlog >= most {",
+		New:    "\tif s.backlog >= most && false {",
 		Desc:   "a paused server holds every arrival: the attempts of a long pause served in one burst after their clients gave up",
 		Breaks: "the world's cost bound of issue 21 §4 (server.hold, Config.BacklogMax): a fifth of a run's answers to nobody, for no reach",
 	},

@@ -335,15 +335,10 @@ func (l *live) inTime() bool {
 	return time.Since(l.start) < deadline+stalls
 }
 
-// arrived notes that a client made a request now.
+// arrived notes that a client made a request now; under the world's lock,
+// which orders the arrivals (inTime reads without it).
 func (l *live) arrived() {
-	at := int64(time.Since(l.start))
-	for {
-		last := l.lastArrival.Load()
-		if at <= last || l.lastArrival.CompareAndSwap(last, at) {
-			return
-		}
-	}
+	l.lastArrival.Store(max(l.lastArrival.Load(), int64(time.Since(l.start))))
 }
 
 // client sends its requests, each at its start, one after the other, each
@@ -353,8 +348,8 @@ func (l *live) client(c *client, starts []time.Duration) {
 		time.Sleep(time.Until(l.start.Add(at)))
 		l.lock()
 		req := c.makeRequest()
-		l.unlock()
 		l.arrived()
+		l.unlock()
 		for attempt := 0; l.inTime(); attempt++ {
 			if l.send(req, attempt) {
 				break

@@ -18,10 +18,7 @@ type server struct {
 	pausedFrom  int64 // the last pause: from when
 	pausedUntil int64 // to when (a later time than now: paused)
 	quietUntil  int64 // no crash before this: a cluster that is mostly down tests little
-	// backlog is the arrivals held during the pause that began at
-	// backlogOf (Config.BacklogMax).
-	backlog   int
-	backlogOf int64
+	backlog     int   // the arrivals held during the pause (Config.BacklogMax)
 }
 
 // at schedules fn on the server d from now.
@@ -62,8 +59,12 @@ func (s *server) crashes(scope int32) bool {
 // pause freezes the server for longer than a lease: a zombie owner.
 func (s *server) pause(scope int32) {
 	lease := int64(s.w.policy.LeaseDuration)
-	d := lease + lease/2 + s.w.rng.servers.Int64N(lease*3/2)
-	s.pausedFrom, s.pausedUntil = s.w.now, s.w.now+d
+	s.freeze(scope, lease+lease/2+s.w.rng.servers.Int64N(lease*3/2))
+}
+
+// freeze pauses the server for d from now, with an empty backlog.
+func (s *server) freeze(scope int32, d int64) {
+	s.pausedFrom, s.pausedUntil, s.backlog = s.w.now, s.w.now+d, 0
 	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
 }
 
@@ -95,14 +96,11 @@ func (s *server) mayPause() bool {
 // every late arrival the burst did (a replay, a new incarnation, an
 // attempt past its key's lease).
 func (s *server) hold() bool {
-	held := s.w.cfg.BacklogMax
-	if s.w.now >= s.pausedUntil || held == 0 {
+	most := s.w.cfg.BacklogMax
+	if s.w.now >= s.pausedUntil || most == 0 {
 		return true
 	}
-	if s.backlogOf != s.pausedFrom {
-		s.backlog, s.backlogOf = 0, s.pausedFrom
-	}
-	if s.backlog >= held {
+	if s.backlog >= most {
 		return false
 	}
 	s.backlog++
@@ -125,9 +123,7 @@ func (s *server) pauseLong(scope int32) {
 		s.pause(scope)
 		return
 	}
-	d := int64(life) + s.w.rng.servers.Int64N(int64(2*time.Second))
-	s.pausedFrom, s.pausedUntil = s.w.now, s.w.now+d
-	s.w.log(TraceEvent{Scope: scope, Actor: ActorServer, ActorID: s.id, What: WhatPause, Arg: d})
+	s.freeze(scope, int64(life)+s.w.rng.servers.Int64N(int64(2*time.Second)))
 }
 
 // ownerWrite reports whether k is an event an attempt's owner writes with

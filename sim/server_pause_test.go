@@ -93,7 +93,7 @@ func TestHoldBoundsAPausedBacklog(t *testing.T) {
 			t.Fatal("a running server refused an arrival")
 		}
 	}
-	pause := func() { s.pausedFrom, s.pausedUntil = w.now, w.now+int64(time.Second) }
+	pause := func() { s.freeze(-1, int64(time.Second)) }
 	taken := func(n int) (held int) {
 		for range n {
 			if s.hold() {

@@ -25,8 +25,8 @@ func main() {
 	// memory for run time, up to a point. Past it the heap outgrows the
 	// processor's caches and every new span is a cache miss and a page
 	// fault: on 300 seeds of sim-long's settings, alternated, 800 took
-	// 0.88 of 3200's wall time, 400 and 1800 0.91 (BENCHMARKS.md). GOGC,
-	// when set, still wins.
+	// 0.88 of 3200's wall time, 400 0.91 (BENCHMARKS.md). GOGC, when set,
+	// still wins.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(800)
 	}
