@@ -337,7 +337,6 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 
 // finish runs the end-of-run checks and fills the report.
 func (w *world) finish() {
-	w.endWaits()
 	w.sweepActor.end()
 	w.reconcileActor.end()
 	if !w.stopped || w.report.Converged {

@@ -2,69 +2,46 @@ package sim
 
 import (
 	"context"
-	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/core"
 )
 
 // A server's in-flight wait (SPEC §5: a request that finds its key in
-// flight may wait for the running attempt) goes through the memory store's
-// own Wait, so that the store's promise to wake its waiters on a write is
-// what ends it. Wait blocks, and the simulator runs in one goroutine: each
-// wait runs in a goroutine of its own, and at every write to its scope the
-// world takes the wait's answer before it goes on (a handshake, so a run
-// stays a function of its seed). A store that does not wake its waiters
-// would leave them to their timeout: a request that waited while the
-// attempt completed would get the replay only at the end of its wait, or
-// 409. The checker holds that a write ends every wait on its record
-// (checker.notWoken).
+// flight may wait for the running attempt) ends on the memory store's own
+// change notification (memstore's Changed, the channel its Wait selects
+// on), so that the store's promise to wake its waiters on a write is what
+// ends it. The channel is closed under the store's lock by the write
+// itself: at every write to its scope the world looks whether it was, with
+// no goroutine and no wall time, so a run stays a function of its seed. A
+// store that does not wake its waiters would leave them to their timeout:
+// a request that waited while the attempt completed would get the replay
+// only at the end of its wait, or 409. The checker holds that a write ends
+// every wait on its record (checker.notWoken).
 
 // waiter is a server call waiting for a record to change, or for its time.
 type waiter struct {
-	fired  bool
-	fn     func()
-	call   *serverCall
-	status core.Status // the record's status as the wait began
-	done   chan error  // the store's Wait answers here; nil once taken
-	cancel context.CancelFunc
+	fired   bool
+	fn      func()
+	call    *serverCall
+	status  core.Status     // the record's status as the wait began
+	changed <-chan struct{} // the store's change notification for the record
 }
-
-// wakeBound is how long the world waits, in wall time, for a waiter's Wait
-// to return after a write changed its record: a woken goroutine returns in
-// microseconds, so only a store that never woke it takes that long.
-const wakeBound = time.Second
 
 func (wt *waiter) wake() {
 	if !wt.fired {
 		wt.fired = true
-		wt.stop()
 		wt.fn()
 	}
 }
 
-// stop ends the waiter's Wait, if it still runs, and takes its answer.
-func (wt *waiter) stop() {
-	if wt.done != nil {
-		wt.cancel()
-		<-wt.done
-		wt.done = nil
-	}
-}
-
-// woken reports whether the waiter's Wait returned: it should have, as the
-// record it waits on was just written.
+// woken reports whether the store closed the waiter's channel: it should
+// have, as the record it waits on was just written.
 func (wt *waiter) woken() bool {
-	if wt.done == nil {
-		return true
-	}
-	t := time.NewTimer(wakeBound)
-	defer t.Stop()
 	select {
-	case <-wt.done:
-		wt.done = nil
+	case <-wt.changed:
 		return true
-	case <-t.C:
+	default:
 		return false
 	}
 }
@@ -87,19 +64,13 @@ func (c *serverCall) wait(eff *idem.Effect) {
 			c.advance()
 		})
 	}
-	scope := w.scopes[c.scope]
 	// The record may have changed since the reserve that answered in
-	// flight: a Wait that cannot block (its context is done) says so
-	// without a goroutine. It returns nil only if the record changed.
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if w.mem.Wait(done, scope, eff.Version, eff.Token) == nil {
+	// flight: then the channel is closed already.
+	wt.changed = w.mem.Changed(w.scopes[c.scope], eff.Version, eff.Token)
+	if wt.woken() {
 		w.after(0, wt.wake)
 		return
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	wt.done, wt.cancel = make(chan error, 1), stop
-	go func(ch chan<- error) { ch <- w.mem.Wait(ctx, scope, eff.Version, eff.Token) }(wt.done)
 	w.waiters[c.scope] = append(w.waiters[c.scope], wt)
 	w.after(int64(eff.Wait), wt.wake)
 }
@@ -127,15 +98,6 @@ func (w *world) wakeWaiters(scope int32, rec *core.Record) {
 		kept = append(kept, wt)
 	}
 	w.waiters[scope] = append(kept, w.waiters[scope]...)
-}
-
-// endWaits ends the goroutines of the waits still under way as the run ends.
-func (w *world) endWaits() {
-	for _, waiting := range w.waiters {
-		for _, wt := range waiting {
-			wt.stop()
-		}
-	}
 }
 
 // notWoken hears that a write to the record a call waits on did not end

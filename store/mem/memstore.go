@@ -257,28 +257,38 @@ func (s *Store) remove(sh *shard, pl place) {
 	sh.drop(pl)
 }
 
-// Wait implements store.Store: it blocks on a channel closed by the next
-// write to scope, without polling.
+// Wait implements store.Store: it blocks on Changed's channel, without
+// polling.
 func (s *Store) Wait(ctx context.Context, scope core.Scope, version uint64, token core.Token) error {
-	sh, hash := s.shard(&scope)
-	sh.mu.Lock()
-	sl := sh.lookup(&scope, hash).slot
-	if !sl.holds(version, token) {
-		sh.mu.Unlock()
-		return nil
-	}
-	if sl.changed == nil {
-		sl.changed = make(chan struct{})
-	}
-	ch := sl.changed
-	sh.mu.Unlock()
 	select {
-	case <-ch:
+	case <-s.Changed(scope, version, token):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
+
+// Changed returns a channel that is closed when the record of scope no
+// longer has version and token (it was written, deleted or never was):
+// already closed if that is so now. Wait is a select on it and a context;
+// a caller that waits on other things too (or drives many waits from one
+// goroutine, as the simulator does) selects on it itself.
+func (s *Store) Changed(scope core.Scope, version uint64, token core.Token) <-chan struct{} {
+	sh, hash := s.shard(&scope)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sl := sh.lookup(&scope, hash).slot
+	if !sl.holds(version, token) {
+		return closedChan
+	}
+	if sl.changed == nil {
+		sl.changed = make(chan struct{})
+	}
+	return sl.changed
+}
+
+// closedChan is Changed's answer for a record that changed already.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Apply implements store.Applier: load, core.Step and write under the shard's
 // lock, so that concurrent events on one scope never lose a race.

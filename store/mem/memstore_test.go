@@ -359,6 +359,51 @@ func TestWaitWakesOnChangeWithoutPolling(t *testing.T) {
 	}
 }
 
+// TestChangedIsClosedByTheNextWrite: Changed's channel is open while the
+// record holds the version and token asked about, closed at once when it
+// does not (another version, no record), and closed by the write that
+// changes it, with no goroutine and no timer: the simulator looks at it
+// right after each write (the channel Wait selects on).
+func TestChangedIsClosedByTheNextWrite(t *testing.T) {
+	m := memstore.New(memstore.Options{})
+	p := idem.PolicyDefault()
+	ctx := context.Background()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	if !closed(m.Changed(scopeN(1), 1, 1)) {
+		t.Fatal("Changed on a scope with no record is open")
+	}
+	a, err := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventReserve, Fingerprint: fp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closed(m.Changed(scopeN(0), a.Record.Version+1, a.Record.Token)) || !closed(m.Changed(scopeN(0), a.Record.Version, a.Record.Token+1)) {
+		t.Fatal("Changed on another version or token is open")
+	}
+	ch := m.Changed(scopeN(0), a.Record.Version, a.Record.Token)
+	if closed(ch) {
+		t.Fatal("Changed on the record as it is is closed")
+	}
+	if _, err := applyOver(ctx, m, &p, scopeN(1), core.Event{Kind: core.EventReserve, Fingerprint: fp}); err != nil {
+		t.Fatal(err)
+	}
+	if closed(ch) {
+		t.Fatal("a write to another scope closed the channel")
+	}
+	if _, err := applyOver(ctx, m, &p, scopeN(0), core.Event{Kind: core.EventComplete, Token: a.Record.Token, Response: response(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(ch) {
+		t.Fatal("the write that changed the record left the channel open")
+	}
+}
+
 func TestStoredResponseIsACopy(t *testing.T) {
 	m := memstore.New(memstore.Options{})
 	p := idem.PolicyDefault()
