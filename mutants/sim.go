@@ -20,8 +20,8 @@ var simMutants = []Mutant{
 	},
 	{
 		ID: "sim-incarnation-keyed-by-new-token", File: "sim/check.go",
-		Old:    "if f, ok := c.granted[attemptID{scope, prev.Token}]; ok {",
-		New:    "if f, ok := c.granted[attemptID{scope, rec.Token}]; ok {",
+		Old:    "if f, ok := b.firstOf(prev.Token); ok {",
+		New:    "if f, ok := b.firstOf(rec.Token); ok {",
 		Desc:   "a failed_retryable record run again looks its incarnation up by the new attempt's token: every retry starts a new incarnation",
 		Breaks: "§6.1 at most once (a second effect in one incarnation of the key passes as a retry past the TTL)",
 	},

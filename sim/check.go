@@ -53,17 +53,10 @@ const (
 // replayed to every client.
 type checker struct {
 	w *world
-	// granted: attempts (scope, token) that the store durably made the
-	// owner of an in_progress record, with the incarnation they belong to
-	// (the token of its first attempt).
-	granted map[attemptID]core.Token
-	// effect: per incarnation, the first request the gateway processed
-	// (a charge, a decline or another business answer).
-	effect map[incarnation]*charge
-	seen   map[incarnation]seenAnswer // the first outcome a client saw
-	// everEffect: scopes the gateway processed a request for, in any
-	// incarnation.
-	everEffect []bool
+	// books: by scope, its granted attempts and its incarnations
+	// (check_book.go): slices a few entries long, searched
+	// faster than maps keyed by (scope, token) are hashed.
+	books []scopeBook
 	// tokens: every attempt token ever granted, and its scope: a token never
 	// repeats, for a scope (across deletes and prunes) or across scopes.
 	tokens map[core.Token]int32
@@ -77,15 +70,6 @@ type checker struct {
 	leaseLost map[attemptID]core.DecisionKind
 }
 
-// incarnation names one life of a key: its scope and the token of the
-// attempt that began it. Not its CreatedAt: a zombie's insert carries the
-// time it loaded at, and on a coarse store clock a key's new life can get
-// the CreatedAt of the one before.
-type incarnation struct {
-	scope int32
-	first core.Token
-}
-
 // seenAnswer is the first outcome a client saw for an incarnation; its
 // slices are shared with the answer and never modified.
 type seenAnswer struct {
@@ -95,10 +79,7 @@ type seenAnswer struct {
 
 func (c *checker) init(w *world) {
 	c.w = w
-	c.granted = make(map[attemptID]core.Token, w.cfg.Requests)
-	c.effect = make(map[incarnation]*charge, w.cfg.Requests)
-	c.seen = make(map[incarnation]seenAnswer, w.cfg.Requests)
-	c.everEffect = make([]bool, w.cfg.Requests)
+	c.books = make([]scopeBook, w.cfg.Requests)
 	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
 	c.life.init(w)
 	c.payload.init(w.cfg.Requests)
@@ -152,8 +133,8 @@ func (c *checker) write(m opMeta, scope int32, prev, rec *core.Record, kind core
 
 // grant hears rec become (or stay) in_progress.
 func (c *checker) grant(scope int32, prev, rec *core.Record) {
-	id := attemptID{scope, rec.Token}
-	if _, ok := c.granted[id]; !ok {
+	b := &c.books[scope]
+	if _, ok := b.firstOf(rec.Token); !ok {
 		// A new attempt: its token was never granted before, to this scope
 		// (deleted and pruned records included) or any other. Tokens grow as
 		// the store hands them out, but a grant may come long after its load
@@ -168,11 +149,11 @@ func (c *checker) grant(scope int32, prev, rec *core.Record) {
 		// its key (the core keeps its CreatedAt); anything else is a new one.
 		first := rec.Token
 		if prev.Status == core.StatusFailedRetryable && rec.CreatedAt.Equal(prev.CreatedAt) {
-			if f, ok := c.granted[attemptID{scope, prev.Token}]; ok {
+			if f, ok := b.firstOf(prev.Token); ok {
 				first = f
 			}
 		}
-		c.granted[id] = first
+		b.granted = append(b.granted, grantedAttempt{rec.Token, first})
 		return
 	}
 	// The same attempt written again (a heartbeat, a clock that stepped
@@ -186,7 +167,7 @@ func (c *checker) grant(scope int32, prev, rec *core.Record) {
 func (c *checker) gatewayCall(scope int32, token core.Token) {
 	c.w.report.Executions++
 	c.acts(scope, token, "gateway call")
-	if _, ok := c.granted[attemptID{scope, token}]; !ok {
+	if _, ok := c.books[scope].firstOf(token); !ok {
 		c.fail(7, scope, "attempt %d called the gateway without a reservation the store acknowledged", token)
 	}
 }
@@ -199,19 +180,18 @@ func (c *checker) charge(req *request, token core.Token, ch *charge) {
 	} else {
 		c.w.report.Declines++
 	}
-	inc := incarnation{req.scope, c.granted[attemptID{req.scope, token}]}
-	if c.everEffect[req.scope] {
-		if c.effect[inc] == nil {
-			c.w.report.Reincarnated++ // a retry after the key's record expired: a new request by design
-		}
+	b := &c.books[req.scope]
+	inc := b.life(b.incarnationOf(token))
+	if b.everEffect && inc.effect == nil {
+		c.w.report.Reincarnated++ // a retry after the key's record expired: a new request by design
 	}
-	c.everEffect[req.scope] = true
-	if first := c.effect[inc]; first != nil {
+	b.everEffect = true
+	if first := inc.effect; first != nil {
 		c.fail(1, req.scope, "request %d (payload %d, %v) is a second execution with an effect in this incarnation of the key, after request %d (payload %d, %v)",
 			ch.id, ch.payload, ch.kind, first.id, first.payload, first.kind)
 		return
 	}
-	c.effect[inc] = ch
+	inc.effect = ch
 	if rec := &c.w.shadow[req.scope]; rec.Exists() && rec.Fingerprint != req.fp && c.w.cfg.Baseline.comparesFingerprints() {
 		c.fail(3, req.scope, "payload %d executed under a record of another fingerprint", req.payload)
 	}
@@ -239,9 +219,10 @@ func (c *checker) answer(req *request, a *answer) {
 		// (Recorded false, held by the lifecycle checker's recorded).
 		return
 	}
-	inc := incarnation{req.scope, c.granted[attemptID{req.scope, a.token}]}
-	if first, ok := c.seen[inc]; !ok {
-		c.seen[inc] = seenAnswer{a.response, true}
+	b := &c.books[req.scope]
+	inc := b.life(b.incarnationOf(a.token))
+	if first := inc.seen; !first.ok {
+		inc.seen = seenAnswer{a.response, true}
 	} else if !sameResponse(first.response, a.response) {
 		c.fail(2, req.scope, "outcomes differ: %s, then %s", first.response.Describe(), a.response.Describe())
 	}
@@ -270,8 +251,8 @@ func (c *checker) final() {
 			c.fail(5, scope, "still %v after faults stopped %v ago", rec.Status, fmtTime(w.now-w.healAt))
 			return
 		case core.StatusCompleted:
-			inc := incarnation{scope, c.granted[attemptID{scope, rec.Token}]}
-			if first := c.seen[inc]; first.ok && !sameResponse(first.response, rec.Response) {
+			b := &c.books[scope]
+			if first := b.seenIn(b.incarnationOf(rec.Token)); first.ok && !sameResponse(first.response, rec.Response) {
 				c.fail(2, scope, "clients saw %s, the store holds %s", first.response.Describe(), rec.Response.Describe())
 				return
 			}

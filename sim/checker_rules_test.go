@@ -54,7 +54,7 @@ func TestReplayFidelityComparesWholeResponses(t *testing.T) {
 	} {
 		later := copyResponse(first)
 		c.edit(&later)
-		w.check.seen = map[incarnation]seenAnswer{}
+		w.check.books[req.scope].lives = nil // a new case: no outcome seen yet
 		w.check.answer(req, &answer{status: first.StatusCode, definitive: true, response: copyResponse(first), token: 7})
 		w.check.answer(req, &answer{status: later.StatusCode, definitive: true, response: later, token: 7})
 		expect(t, w, c.want, "a replay with "+c.what)

@@ -13,9 +13,18 @@ import (
 // deadline its caller gave (the attempt's lease end), and with
 // GatewayIdempotent it dedupes charges by key itself.
 type gateway struct {
-	ledger map[attemptID]*charge
+	// ledger: by scope, the request each attempt made, in the order they
+	// came (a scope sees a few: a short slice is searched faster than a
+	// map keyed by (scope, token) is hashed).
+	ledger [][]ledgerEntry
 	byKey  []*charge // by scope: the latest charge
 	next   int
+}
+
+// ledgerEntry is the request attempt token made.
+type ledgerEntry struct {
+	token  core.Token
+	charge *charge
 }
 
 // attemptID names an attempt: the scope's index and the attempt's token.
@@ -57,12 +66,28 @@ type gatewayResult struct {
 }
 
 func (g *gateway) init(requests int) {
-	g.ledger = make(map[attemptID]*charge, requests)
+	g.ledger = make([][]ledgerEntry, requests)
 	g.byKey = make([]*charge, requests)
 }
 
 // find is the reconciler's query: what did the attempt do?
-func (g *gateway) find(id attemptID) *charge { return g.ledger[id] }
+func (g *gateway) find(id attemptID) *charge {
+	if id.scope < 0 || int(id.scope) >= len(g.ledger) {
+		return nil
+	}
+	l := g.ledger[id.scope]
+	for i := len(l) - 1; i >= 0; i-- {
+		if l[i].token == id.token {
+			return l[i].charge
+		}
+	}
+	return nil
+}
+
+// note enters ch in the ledger as attempt token's request.
+func (g *gateway) note(scope int32, token core.Token, ch *charge) {
+	g.ledger[scope] = append(g.ledger[scope], ledgerEntry{token, ch})
+}
 
 // handle is a charge request arriving at the gateway now.
 func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, deadline time.Time) gatewayResult {
@@ -75,7 +100,7 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 		// for another payload (after idem's record expired, say) is a new
 		// request to it too.
 		if ch := g.byKey[scope]; ch != nil && ch.payload == req.payload {
-			g.ledger[attemptID{scope, token}] = ch
+			g.note(scope, token, ch)
 			return gatewayResult{charge: ch}
 		}
 	}
@@ -86,7 +111,7 @@ func (g *gateway) handle(w *world, scope int32, req *request, token core.Token, 
 	} else {
 		w.log(TraceEvent{Scope: scope, Actor: ActorGateway, What: WhatCharge, Token: token, Arg: req.amount})
 	}
-	g.ledger[attemptID{scope, token}] = ch
+	g.note(scope, token, ch)
 	g.byKey[scope] = ch
 	w.check.charge(req, token, ch)
 	return gatewayResult{charge: ch}
