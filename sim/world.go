@@ -112,15 +112,20 @@ const nearNanos = int64(10 * time.Millisecond)
 
 // clock is the virtual time and the event queue of one run.
 type clock struct {
-	now    int64 // nanoseconds since epoch
-	seq    uint64
-	near   queue
-	far    queue
-	lanes  []lane
-	count  int     // events scheduled and not yet taken
-	last   item    // the event taken last
-	events []event // the scheduled events, by item.ev
-	free   []int32 // unused indexes of events
+	now   int64 // nanoseconds since epoch
+	seq   uint64
+	near  queue
+	far   queue
+	lanes []lane
+	// laneFirst is the lane whose head comes first, plus one (0: every lane
+	// is empty, or there is none). A lane's head changes only when it is taken
+	// or the lane was empty, so next scans the lanes only after it took a
+	// lane's head, not at every event.
+	laneFirst int
+	count     int     // events scheduled and not yet taken
+	last      item    // the event taken last
+	events    []event // the scheduled events, by item.ev
+	free      []int32 // unused indexes of events
 }
 
 // lane holds the events scheduled with one fixed delay (a timeout, a tick):
@@ -173,6 +178,9 @@ func (c *clock) schedule(d int64, e event) {
 		if l := &c.lanes[k]; l.delay == d {
 			if l.head == len(l.items) {
 				l.items, l.head = l.items[:0], 0
+				if h := c.laneHead(); h == nil || it.before(h) {
+					c.laneFirst = k + 1
+				}
 			}
 			l.items = append(l.items, it)
 			return
@@ -202,6 +210,34 @@ func (c *clock) scheduleAll(ats []int64, events []event) {
 		return 0
 	})
 	c.lanes = append(c.lanes, l)
+	c.findLaneFirst()
+}
+
+// first is the lane's head, nil if the lane is empty.
+func (l *lane) first() *item {
+	if l.head == len(l.items) {
+		return nil
+	}
+	return &l.items[l.head]
+}
+
+// laneHead is the first of the lanes' heads, nil if every lane is empty.
+func (c *clock) laneHead() *item {
+	if c.laneFirst == 0 {
+		return nil
+	}
+	return c.lanes[c.laneFirst-1].first()
+}
+
+// findLaneFirst sets laneFirst by looking at every lane's head.
+func (c *clock) findLaneFirst() {
+	c.laneFirst = 0
+	var best *item
+	for k := range c.lanes {
+		if h := c.lanes[k].first(); h != nil && (best == nil || h.before(best)) {
+			best, c.laneFirst = h, k+1
+		}
+	}
 }
 
 // store puts e in the slab of scheduled events and returns its index.
@@ -227,10 +263,8 @@ func (c *clock) next() event {
 	if len(c.far) > 0 && (best == nil || c.far[0].before(best)) {
 		best, from = &c.far[0], -1
 	}
-	for k := range c.lanes {
-		if l := &c.lanes[k]; l.head < len(l.items) && (best == nil || l.items[l.head].before(best)) {
-			best, from = &l.items[l.head], k
-		}
+	if h := c.laneHead(); h != nil && (best == nil || h.before(best)) {
+		best, from = h, c.laneFirst-1
 	}
 	var it item
 	switch from {
@@ -247,6 +281,7 @@ func (c *clock) next() event {
 			l.items = l.items[:copy(l.items, l.items[l.head:])]
 			l.head = 0
 		}
+		c.findLaneFirst()
 	}
 	// An assertion that stays on: events leave in (time, sequence) order,
 	// or a run would not be the pure function of its seed it claims to be.
