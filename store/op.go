@@ -23,6 +23,10 @@ type Op struct {
 	scope  core.Scope
 	event  core.Event
 	step   core.StepFunc // nil: core.Step; else a Stepper's (UseStep)
+	// stepEvent is the copy of the event handed to step: a function value
+	// makes its argument escape, and a copy on the stack would then be an
+	// allocation at every step.
+	stepEvent core.Event
 
 	next      Method
 	applied   Applied
@@ -116,8 +120,9 @@ func (o *Op) loaded(snap *Snapshot) {
 	if o.step == nil {
 		res, err = core.Step(&o.applied.Record, &ev, o.policy)
 	} else {
-		evc := ev // a copy, which escapes only when another build runs
-		res, err = o.step(&o.applied.Record, &evc, o.policy)
+		o.stepEvent = ev // a copy the step may not keep (see Op.stepEvent)
+		res, err = o.step(&o.applied.Record, &o.stepEvent, o.policy)
+		o.stepEvent = core.Event{} // keeps no response alive
 	}
 	if err != nil {
 		if DriverBug(err) {

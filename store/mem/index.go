@@ -31,7 +31,11 @@ type shard struct {
 	// due indexes the records by when they become due, per store.DueKind
 	// (due.go).
 	due [2]dueIndex
-	_   [64]byte // keep neighbouring shards' locks off one cache line
+	// stepEvent is the copy of an Apply's event handed to Options.Step
+	// (under mu): a function value makes its argument escape, and a copy
+	// on the stack would then be an allocation at every Apply.
+	stepEvent core.Event
+	_         [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // entry is one place of a shard's index: the high half of the scope's hash,

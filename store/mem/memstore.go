@@ -311,8 +311,9 @@ func (s *Store) Apply(ctx context.Context, scope core.Scope, ev core.Event, p *c
 	if s.step == nil {
 		res, err = core.Step(&a.Record, &ev, p)
 	} else {
-		evc := ev // a copy, which escapes only when another build runs
-		res, err = s.step(&a.Record, &evc, p)
+		sh.stepEvent = ev // a copy the step may not keep (see shard.stepEvent)
+		res, err = s.step(&a.Record, &sh.stepEvent, p)
+		sh.stepEvent = core.Event{} // keeps no response alive
 	}
 	if err != nil {
 		return err
