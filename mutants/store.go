@@ -124,6 +124,13 @@ var storeMutants = []Mutant{
 		Breaks: "Store.Due (\"a record nobody writes stays due\"); §6.5 no zombie",
 	},
 	{
+		ID: "mem-due-first-not-lowered", File: "store/mem/due.go",
+		Old:    "\t\t\td.pendingFirst = at\n\t\t\td.noteFirst()\n",
+		New:    "\t\t\td.pendingFirst = at\n",
+		Desc:   "a write that makes a record due earlier than anything in its shard does not lower the shard's first due time: Due skips the shard",
+		Breaks: "Store.Due (every due record is listed); §6.5 no zombie",
+	},
+	{
 		ID: "mem-due-strictly-before", File: "store/mem/due.go",
 		Old:    "\tfor len(d.heap) > 0 && d.heap[0].at <= now && len(top.kept) < top.limit {",
 		New:    "\tfor len(d.heap) > 0 && d.heap[0].at < now && len(top.kept) < top.limit {",

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/store"
@@ -34,6 +36,23 @@ func (e *dueEntry) before(o *dueEntry) bool {
 type dueIndex struct {
 	heap    []dueEntry
 	pending []dueEntry
+	// pendingFirst is the earliest at in pending (math.MaxInt64: none).
+	pendingFirst int64
+	// first is the earliest at of any entry, stale ones included
+	// (math.MaxInt64: none), written under the shard's lock: Due reads it
+	// without the lock and skips a shard with nothing due yet, so that a
+	// batch takes the locks of only the shards it has work in.
+	first atomic.Int64
+}
+
+// noteFirst sets first after the heap or pending changed (under the
+// shard's lock).
+func (d *dueIndex) noteFirst() {
+	f := d.pendingFirst
+	if len(d.heap) > 0 {
+		f = min(f, d.heap[0].at)
+	}
+	d.first.Store(f)
 }
 
 // entriesMax is how many entries an index may hold for a shard of n
@@ -49,7 +68,14 @@ func (sh *shard) noteDue(sl *slot) {
 			continue
 		}
 		d := &sh.due[k]
+		if len(d.pending) == 0 {
+			d.pendingFirst = math.MaxInt64
+		}
 		d.pending = append(d.pending, dueEntry{at: at, token: sl.rec.token, version: sl.rec.version, slot: sl.num})
+		if at < d.pendingFirst {
+			d.pendingFirst = at
+			d.noteFirst()
+		}
 		if len(d.pending) > entriesMax(sh.used) {
 			sh.absorb(k)
 		}
@@ -88,6 +114,8 @@ func (sh *shard) absorb(k int) {
 		}
 	}
 	d.pending = d.pending[:0]
+	d.pendingFirst = math.MaxInt64
+	d.noteFirst()
 }
 
 func (d *dueIndex) push(e dueEntry) {
@@ -222,6 +250,7 @@ func (sh *shard) takeDue(k int, now int64, top *dueTop) {
 	for _, e := range top.kept {
 		d.push(e)
 	}
+	d.noteFirst()
 }
 
 // Due implements store.Store. It asks each shard's index for its most
@@ -244,6 +273,9 @@ func (s *Store) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.
 	top := dueTop{limit: limit}
 	for i := range s.shards {
 		sh := &s.shards[i]
+		if sh.due[k].first.Load() > now {
+			continue // nothing due in this shard yet
+		}
 		sh.mu.Lock()
 		sh.takeDue(k, now, &top)
 		sh.mu.Unlock()
