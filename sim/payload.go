@@ -161,9 +161,20 @@ func (wr *writer) draw(n int) int {
 	return b
 }
 
-var whiteSpace = [8]string{"", "", "", "", " ", " ", "\n  ", "\t"}
-
-func (wr *writer) space() { wr.dst = append(wr.dst, whiteSpace[wr.draw(3)]...) }
+// space writes white space: none half the time, then a space, a new line
+// and indent, or a tab (a switch, not a table of strings: half the draws
+// append nothing, and a string append costs a copy call).
+func (wr *writer) space() {
+	switch b := wr.draw(3); {
+	case b < 4:
+	case b < 6:
+		wr.dst = append(wr.dst, ' ')
+	case b == 6:
+		wr.dst = append(wr.dst, '\n', ' ', ' ')
+	default:
+		wr.dst = append(wr.dst, '\t')
+	}
+}
 
 func (wr *writer) value(v *jsonValue) {
 	switch v.kind {
