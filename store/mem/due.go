@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/idemkit/idem/core"
@@ -186,6 +187,25 @@ type dueTop struct {
 
 func (t *dueTop) full() bool { return len(t.heap) == t.limit }
 
+// dueTops are the heaps of finished Dues, to use again: a batch's heap of
+// record copies was the store's largest allocation after the records
+// themselves (a sweeper and a reconciler call Due several times a second).
+var dueTops = sync.Pool{New: func() any { return new(dueTop) }}
+
+// dueTopKeptMax is the most entries a heap may have room for and still be
+// kept for another Due: a rare large batch should not pin its memory.
+const dueTopKeptMax = 1024
+
+// release gives t back to dueTops, holding no record.
+func (t *dueTop) release() {
+	if cap(t.heap) > dueTopKeptMax || cap(t.kept) > dueTopKeptMax {
+		return
+	}
+	clear(t.heap) // no response or scope stays alive through the pool
+	t.heap, t.kept = t.heap[:0], t.kept[:0]
+	dueTops.Put(t)
+}
+
 // offer adds d if it is among the first limit.
 func (t *dueTop) offer(d *due) {
 	if t.full() {
@@ -270,14 +290,16 @@ func (s *Store) Due(ctx context.Context, kind store.DueKind, limit int) ([]core.
 	}
 	now := s.clock().UnixNano()
 	k := int(kind - 1)
-	top := dueTop{limit: limit}
+	top := dueTops.Get().(*dueTop)
+	defer top.release()
+	top.limit = limit
 	for i := range s.shards {
 		sh := &s.shards[i]
 		if sh.due[k].first.Load() > now {
 			continue // nothing due in this shard yet
 		}
 		sh.mu.Lock()
-		sh.takeDue(k, now, &top)
+		sh.takeDue(k, now, top)
 		sh.mu.Unlock()
 	}
 	slices.SortFunc(top.heap, func(a, b due) int {
