@@ -162,8 +162,8 @@ var storeMutants = []Mutant{
 	},
 	{
 		ID: "mem-due-over-limit", File: "store/mem/due.go",
-		Old:    "\ttop := dueTop{limit: limit}\n",
-		New:    "\ttop := dueTop{limit: limit + 1}\n",
+		Old:    "\ttop.limit = limit\n",
+		New:    "\ttop.limit = limit + 1\n",
 		Desc:   "Due lists one record more than its limit",
 		Breaks: "Store.Due (at most limit records)",
 	},
