@@ -16,10 +16,11 @@ func BenchmarkRun(b *testing.B) {
 			cfg.LinCheck = false // the simulator alone; -lincheck has its own cost (BENCHMARKS.md)
 			total := 0
 			seed := uint64(1)
+			var sp spare
 			for b.Loop() {
 				cfg.Seed = seed
 				seed++
-				r := run(cfg, false) // as simrun runs many seeds: no trace
+				r := runFrom(cfg, false, &sp) // as simrun runs many seeds: no trace, each in the memory of the one before
 				if len(r.Violations) > 0 {
 					b.Fatal(r.Violations)
 				}

@@ -79,8 +79,8 @@ type seenAnswer struct {
 
 func (c *checker) init(w *world) {
 	c.w = w
-	c.books = make([]scopeBook, w.cfg.Requests)
-	c.tokens = make(map[core.Token]int32, w.cfg.Requests)
+	c.books = truncated(c.books, w.cfg.Requests, (*scopeBook).reset)
+	c.tokens = cleared(c.tokens, w.cfg.Requests)
 	c.life.init(w)
 	c.payload.init(w.cfg.Requests)
 }

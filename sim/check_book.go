@@ -23,6 +23,12 @@ type scopeBook struct {
 	everEffect bool
 }
 
+// reset empties b for another seed, keeping its arrays (spare.go).
+func (b *scopeBook) reset() {
+	clear(b.lives[:cap(b.lives)])
+	*b = scopeBook{granted: b.granted[:0], lives: b.lives[:0]}
+}
+
 // grantedAttempt is an attempt's token and the incarnation it belongs to.
 type grantedAttempt struct {
 	token core.Token

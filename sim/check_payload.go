@@ -22,9 +22,9 @@ type payloadChecks struct {
 }
 
 func (p *payloadChecks) init(requests int) {
-	p.owner = make(map[core.Fingerprint]core.Fingerprint, requests)
-	p.others = make([]bool, requests)
-	p.first = make([]core.Fingerprint, requests)
+	p.owner = cleared(p.owner, requests)
+	p.others = sized(p.others, requests)
+	p.first = sized(p.first, requests)
 }
 
 // request hears the world make a request.

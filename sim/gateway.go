@@ -66,8 +66,8 @@ type gatewayResult struct {
 }
 
 func (g *gateway) init(requests int) {
-	g.ledger = make([][]ledgerEntry, requests)
-	g.byKey = make([]*charge, requests)
+	g.ledger = truncated(g.ledger, requests, func(l *[]ledgerEntry) { *l = emptied(*l) })
+	g.byKey = sized(g.byKey, requests)
 }
 
 // find is the reconciler's query: what did the attempt do?

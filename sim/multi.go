@@ -25,6 +25,7 @@ func RunSeeds(cfg Config, n, workers int, progress func(done int)) ([]*Report, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var sp spare // each seed runs in the memory of the one before
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n {
@@ -32,7 +33,7 @@ func RunSeeds(cfg Config, n, workers int, progress func(done int)) ([]*Report, e
 				}
 				c := cfg
 				c.Seed = cfg.Seed + uint64(i)
-				r := run(c, false)
+				r := runFrom(c, false, &sp)
 				r.Events, r.Scopes = nil, nil
 				reports[i] = r
 				if progress != nil {

@@ -83,8 +83,13 @@ func Run(cfg Config) (*Report, error) {
 // run runs cfg. Without tracing it keeps no events, which is faster; a run
 // that breaks an invariant is run again with tracing, so that its report
 // holds the events of the violating scope. The same seed gives the same run.
-func run(cfg Config, tracing bool) *Report {
-	w := newWorld(cfg, tracing)
+func run(cfg Config, tracing bool) *Report { return runFrom(cfg, tracing, nil) }
+
+// runFrom is run with the memory of the world run last on this goroutine
+// (nil: none), which it leaves the next one in turn. Its report holds no
+// trace: the scopes it would name are in the memory handed on.
+func runFrom(cfg Config, tracing bool, sp *spare) *Report {
+	w := newWorldFrom(cfg, tracing, sp)
 	w.start()
 	w.loop()
 	w.finish()
@@ -92,11 +97,20 @@ func run(cfg Config, tracing bool) *Report {
 		return run(cfg, true)
 	}
 	r := w.report // a copy: a pointer into w would keep the whole world alive
+	if sp != nil {
+		r.Events, r.Scopes = nil, nil
+		sp.keep(w)
+	}
 	return &r
 }
 
-func newWorld(cfg Config, tracing bool) *world {
+func newWorld(cfg Config, tracing bool) *world { return newWorldFrom(cfg, tracing, nil) }
+
+// newWorldFrom makes the world of cfg's seed, in the memory sp holds (nil:
+// all of it new).
+func newWorldFrom(cfg Config, tracing bool, sp *spare) *world {
 	w := &world{cfg: cfg, rng: newRngs(cfg.Seed), policy: cfg.Lifecycle, metrics: &counters{}, tracing: tracing}
+	sp.give(w)
 	if cfg.DrawLifecycle {
 		w.policy = drawLifecycle(cfg.Lifecycle, w.rng.policy)
 		w.cfg.Lifecycle = w.policy // the seed's report says which it drew
@@ -116,9 +130,11 @@ func newWorld(cfg Config, tracing bool) *world {
 	w.newWorkerActors()
 	// Scopes are made only by new requests: at most cfg.Requests of them,
 	// so per-scope state is sized once.
-	w.scopeIdx = make(map[string]int32, cfg.Requests)
-	w.shadow = make([]core.Record, 0, cfg.Requests)
-	w.waiters = make([][]*waiter, cfg.Requests)
+	w.scopeIdx = cleared(w.scopeIdx, cfg.Requests)
+	if cap(w.shadow) < cfg.Requests {
+		w.shadow = make([]core.Record, 0, cfg.Requests)
+	}
+	w.waiters = sized(w.waiters, cfg.Requests)
 	w.gateway.init(cfg.Requests)
 	w.payloads.init(w.rng.payload)
 	w.check.init(w)
