@@ -112,7 +112,8 @@ func (c *client) newRequest() { c.send(c.makeRequest()) }
 // fingerprint) than every earlier one on the key.
 func (c *client) makeRequest() *request {
 	w := c.w
-	req := &request{id: len(w.requests), c: c, start: w.now, version: c.version}
+	req := w.slabs.requests.new()
+	*req = request{id: len(w.requests), c: c, start: w.now, version: c.version}
 	req.payload = int64(req.id + 1)
 	req.body = w.payloads.draw(w.rng.payload)
 	req.long = w.rng.payload.Float64() < w.payloads.longShare
@@ -210,7 +211,8 @@ func uuid(a, b uint64) string {
 func (c *client) send(req *request) {
 	w := c.w
 	req.attempts++
-	att := &attempt{req: req, n: req.attempts}
+	att := w.slabs.attempts.new()
+	*att = attempt{req: req, n: req.attempts}
 	att.calls = att.callsBuf[:0]
 	if req.attempts == 1 && w.fault(FaultBadInput, w.rng.clients) {
 		req.badKey = badKey(req.key.Key, w.rng.clients.IntN(badKeyKinds))

@@ -174,7 +174,8 @@ func (s *server) serve(att *attempt) {
 	if att.req.badKey != "" {
 		key.Key = att.req.badKey
 	}
-	c := &serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: w.pools.flow(), watch: w.pools.watches.take()}
+	c := w.slabs.calls.new()
+	*c = serverCall{s: s, epoch: s.epoch, att: att, scope: att.req.scope, call: w.pools.flow(), watch: w.pools.watches.take()}
 	err = w.ex.BeginIn(c.call, idem.Request{Scope: key, Fingerprint: fp})
 	w.check.begun(att.req, key.Key, err)
 	if err != nil && att.req.badKey != "" {

@@ -59,6 +59,7 @@ type world struct {
 	waiters  [][]*waiter  // by scope: the servers waiting for its record to change
 
 	pools   pools // what server calls reuse (pools.go)
+	slabs   slabs // where requests, attempts and server calls are made (spare.go)
 	check   checker
 	recount counterRecount // the servers' counters, as the checker recounts them from what the servers heard
 	plant   plantedBugs    // set only by the tests that show a checker catches them

@@ -27,6 +27,20 @@ type spare struct {
 	free     []int32
 	near     queue
 	far      queue
+	slabs    slabs
+}
+
+// slabs are the world's requests, attempts and server calls.
+type slabs struct {
+	requests slab[request]
+	attempts slab[attempt]
+	calls    slab[serverCall]
+}
+
+func (s *slabs) reset() {
+	s.requests.reset()
+	s.attempts.reset()
+	s.calls.reset()
 }
 
 // keep takes what w no longer needs once its report is made.
@@ -37,6 +51,7 @@ func (sp *spare) keep(w *world) {
 		owner: w.check.payload.owner, others: w.check.payload.others, first: w.check.payload.first,
 		ledger: w.gateway.ledger, byKey: w.gateway.byKey,
 		events: w.clock.events, free: w.clock.free, near: w.clock.near, far: w.clock.far,
+		slabs: w.slabs,
 	}
 }
 
@@ -52,6 +67,8 @@ func (sp *spare) give(w *world) {
 	w.check.payload.owner, w.check.payload.others, w.check.payload.first = sp.owner, sp.others, sp.first
 	w.gateway.ledger, w.gateway.byKey = sp.ledger, sp.byKey
 	w.clock.events, w.clock.free, w.clock.near, w.clock.far = emptied(sp.events), emptied(sp.free), emptied(sp.near), emptied(sp.far)
+	w.slabs = sp.slabs
+	w.slabs.reset()
 	*sp = spare{}
 }
 
@@ -91,4 +108,33 @@ func truncated[S ~[]E, E any](s S, n int, reset func(*E)) S {
 		reset(&s[i])
 	}
 	return s
+}
+
+// slab hands out zeroed values of T from chunks that a spare keeps for the
+// next seed: a world's requests, attempts and server calls live as long as
+// the world, so the next seed may write over them all. Taken one by one
+// from the heap they were a quarter of a seed's bytes.
+type slab[T any] struct {
+	chunks [][]T
+	used   int // values handed out, over all chunks
+}
+
+// slabChunk is how many values a chunk holds.
+const slabChunk = 256
+
+func (s *slab[T]) new() *T {
+	c, i := s.used/slabChunk, s.used%slabChunk
+	if c == len(s.chunks) {
+		s.chunks = append(s.chunks, make([]T, slabChunk))
+	}
+	s.used++
+	return &s.chunks[c][i]
+}
+
+// reset zeroes every value handed out, for the next seed.
+func (s *slab[T]) reset() {
+	for c := 0; c*slabChunk < s.used; c++ {
+		clear(s.chunks[c][:min(slabChunk, s.used-c*slabChunk)])
+	}
+	s.used = 0
 }

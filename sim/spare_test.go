@@ -36,7 +36,13 @@ func TestSpareStartsEmpty(t *testing.T) {
 	if len(sp.books) == 0 || len(sp.requests) == 0 {
 		t.Fatal("the run left no memory to reuse")
 	}
+	if sp.slabs.calls.used == 0 || sp.slabs.requests.used != cfg.Requests {
+		t.Fatalf("the run made %d server calls and %d requests in its slabs", sp.slabs.calls.used, sp.slabs.requests.used)
+	}
 	w, fresh := newWorldFrom(cfg, false, &sp), newWorld(cfg, false)
+	zeroed(t, "requests", &w.slabs.requests)
+	zeroed(t, "attempts", &w.slabs.attempts)
+	zeroed(t, "server calls", &w.slabs.calls)
 	empty := map[string]int{
 		"shadow": len(w.shadow), "scopes": len(w.scopes), "requests": len(w.requests), "scopeIdx": len(w.scopeIdx),
 		"tokens": len(w.check.tokens), "owner": len(w.check.payload.owner),
@@ -70,6 +76,22 @@ func TestSpareStartsEmpty(t *testing.T) {
 		}
 		if w.check.payload.others[i] || !w.check.payload.first[i].IsZero() {
 			t.Fatalf("scope %d's payload checks hold the last seed's", i)
+		}
+	}
+}
+
+// zeroed fails t unless s hands out nothing yet and every value in its
+// chunks is zero.
+func zeroed[T any](t *testing.T, name string, s *slab[T]) {
+	t.Helper()
+	if s.used != 0 {
+		t.Errorf("the %s slab counts %d values of the last seed", name, s.used)
+	}
+	for c := range s.chunks {
+		for i := range s.chunks[c] {
+			if !reflect.ValueOf(&s.chunks[c][i]).Elem().IsZero() {
+				t.Fatalf("the %s slab holds a value of the last seed at %d", name, c*slabChunk+i)
+			}
 		}
 	}
 }
