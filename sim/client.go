@@ -224,7 +224,8 @@ func (c *client) send(req *request) {
 		// the time cost a few per cent of a run in rendering and
 		// fingerprints, and changed no decision: the bytes differ, the
 		// fingerprint does not.)
-		req.sent = render(make([]byte, 0, 384), &req.body, w.now, w.rng.render) // room for the longest payload: one allocation
+		w.rendered = render(w.rendered[:0], &req.body, w.now, w.rng.render)
+		req.sent = w.slabs.bytesOf(w.rendered) // the request's own bytes, as long as the world
 		req.sentSpec = nil
 	}
 	att.body = req.sent

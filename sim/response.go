@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"slices"
-
 	"github.com/idemkit/idem/core"
 	"github.com/idemkit/idem/internal/refmodel"
 )
@@ -17,12 +15,18 @@ import (
 
 // copyResponse is r with slices of its own (what a network or a pool copy
 // does), without the core's Clone.
-func copyResponse(r core.Response) core.Response {
+func copyResponse(r core.Response) core.Response { return copyResponseIn(nil, r) }
+
+// copyResponseIn is copyResponse in the world's slabs (nil: the heap): the
+// copies a world makes live as long as it does.
+func copyResponseIn(s *slabs, r core.Response) core.Response {
 	if r.Headers != nil {
-		r.Headers = slices.Clone(r.Headers)
+		h := s.headerSlice(len(r.Headers))
+		copy(h, r.Headers)
+		r.Headers = h
 	}
 	if r.Body != nil {
-		r.Body = append(make([]byte, 0, len(r.Body)), r.Body...)
+		r.Body = s.bytesOf(r.Body)
 	}
 	return r
 }

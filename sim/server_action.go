@@ -104,14 +104,14 @@ func (c *serverCall) actionStep(kind uint8) {
 			c.finishAction(core.Response{}, c.notExecuted(errDeadlinePassed), actionNotExecuted)
 			return
 		}
-		c.buf = copyResponse(c.gwResult.charge.response())
+		c.buf = copyResponseIn(&w.slabs, c.gwResult.charge.response())
 		if len(c.buf.Headers) > 0 && w.fault(FaultCompleteInDiffers, w.rng.servers) {
 			// The handler writes its business row and the completion in one
 			// transaction (Attempt.CompleteIn), then returns the response.
 			if c.tx == nil {
 				c.tx = new(opRun)
 			}
-			c.run(c.tx, evTxStep, core.Event{Kind: core.EventComplete, Token: c.attempt.Token, Response: copyResponse(c.buf)})
+			c.run(c.tx, evTxStep, core.Event{Kind: core.EventComplete, Token: c.attempt.Token, Response: copyResponseIn(&w.slabs, c.buf)})
 			return
 		}
 		c.finishAction(c.buf, nil, actionCompleted)

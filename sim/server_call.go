@@ -256,7 +256,7 @@ func (c *serverCall) reply() {
 // sendAnswer sends a to the client of att, through the lossy network.
 func (w *world) sendAnswer(s *server, att *attempt, a answer) {
 	scope := att.req.scope
-	a.response = copyResponse(a.response) // what crosses the network: the client's own bytes
+	a.response = copyResponseIn(&w.slabs, a.response) // what crosses the network: the client's own bytes
 	if w.plant.corruptReplays && a.kind == idem.ResultReplayed && len(a.response.Body) > 0 {
 		a.response = a.response.Clone()
 		a.response.Body[0] ^= 1

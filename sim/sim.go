@@ -58,16 +58,19 @@ type world struct {
 	payloads payloadSpace // the seed's payload vocabulary and fingerprint specs
 	waiters  [][]*waiter  // by scope: the servers waiting for its record to change
 
-	pools   pools // what server calls reuse (pools.go)
-	slabs   slabs // where requests, attempts and server calls are made (spare.go)
-	check   checker
-	recount counterRecount // the servers' counters, as the checker recounts them from what the servers heard
-	plant   plantedBugs    // set only by the tests that show a checker catches them
-	tracing bool           // keep every event (else a violation is traced by running its seed again)
-	events  []TraceEvent
-	lin     []linearizability.StoreOperation     // the store's history, with LinCheck
-	linLife []linearizability.LifecycleOperation // the same on the fast path: one Apply each
-	report  Report
+	pools pools // what server calls reuse (pools.go)
+	slabs slabs // where requests, attempts and server calls are made (spare.go)
+	// rendered is where a client writes a payload out, before it is copied
+	// to the request's own bytes.
+	rendered []byte
+	check    checker
+	recount  counterRecount // the servers' counters, as the checker recounts them from what the servers heard
+	plant    plantedBugs    // set only by the tests that show a checker catches them
+	tracing  bool           // keep every event (else a violation is traced by running its seed again)
+	events   []TraceEvent
+	lin      []linearizability.StoreOperation     // the store's history, with LinCheck
+	linLife  []linearizability.LifecycleOperation // the same on the fast path: one Apply each
+	report   Report
 
 	scopeLast int32 // the index scopeIndex found last
 }
@@ -348,7 +351,7 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 			if sameResponse(prev.Response, rec.Response) && sameNils(&prev.Response, &rec.Response) {
 				w.shadow[scope].Response = prev.Response
 			} else {
-				w.shadow[scope].Response = copyResponse(rec.Response)
+				w.shadow[scope].Response = copyResponseIn(&w.slabs, rec.Response)
 			}
 		}
 		w.check.write(*m, scope, &prev, &w.shadow[scope], kind, expectToken)

@@ -30,17 +30,42 @@ type spare struct {
 	slabs    slabs
 }
 
-// slabs are the world's requests, attempts and server calls.
+// slabs are the world's requests, attempts and server calls, and the
+// bytes and headers of the payloads and responses it copies.
 type slabs struct {
 	requests slab[request]
 	attempts slab[attempt]
 	calls    slab[serverCall]
+	bytes    arena[byte]
+	headers  arena[core.Header]
 }
 
 func (s *slabs) reset() {
 	s.requests.reset()
 	s.attempts.reset()
 	s.calls.reset()
+	s.bytes.reset()
+	s.headers.reset()
+}
+
+// bytesOf is a copy of b in s (nil: on the heap).
+func (s *slabs) bytesOf(b []byte) []byte {
+	var c []byte
+	if s == nil {
+		c = make([]byte, len(b))
+	} else {
+		c = s.bytes.take(len(b), 64<<10)
+	}
+	copy(c, b)
+	return c
+}
+
+// headerSlice is room for n headers in s (nil: on the heap).
+func (s *slabs) headerSlice(n int) []core.Header {
+	if s == nil {
+		return make([]core.Header, n)
+	}
+	return s.headers.take(n, 1024)
 }
 
 // keep takes what w no longer needs once its report is made.
@@ -138,3 +163,34 @@ func (s *slab[T]) reset() {
 	}
 	s.used = 0
 }
+
+// arena hands out slices of T from chunks that a spare keeps for the next
+// seed, not zeroed: a caller writes every element it takes. Each slice has
+// the capacity of its length, so that an append never runs into the next.
+type arena[T any] struct {
+	chunks [][]T
+	cur    int // the chunk in use
+	off    int // its elements handed out
+}
+
+// take returns n elements, from a chunk of chunkLen unless n is more than
+// an eighth of one (a large body has an allocation of its own).
+func (a *arena[T]) take(n, chunkLen int) []T {
+	if n > chunkLen/8 {
+		return make([]T, n)
+	}
+	if len(a.chunks) == 0 || a.off+n > len(a.chunks[a.cur]) {
+		if len(a.chunks) > 0 {
+			a.cur++
+		}
+		if a.cur == len(a.chunks) {
+			a.chunks = append(a.chunks, make([]T, chunkLen))
+		}
+		a.off = 0
+	}
+	s := a.chunks[a.cur][a.off : a.off+n : a.off+n]
+	a.off += n
+	return s
+}
+
+func (a *arena[T]) reset() { a.cur, a.off = 0, 0 }

@@ -95,3 +95,44 @@ func zeroed[T any](t *testing.T, name string, s *slab[T]) {
 		}
 	}
 }
+
+// TestArenaSlicesAreTheirOwn: the slices an arena hands out never overlap,
+// an append to one never writes into the next, a large one is not in a
+// chunk, and after a reset the chunks are handed out again from the start.
+func TestArenaSlicesAreTheirOwn(t *testing.T) {
+	var a arena[byte]
+	const chunk = 64
+	var got [][]byte
+	for i := range 40 {
+		s := a.take(i%8, chunk)
+		if len(s) != i%8 || cap(s) != i%8 {
+			t.Fatalf("take(%d): len %d cap %d", i%8, len(s), cap(s))
+		}
+		for j := range s {
+			s[j] = byte(i)
+		}
+		got = append(got, s)
+	}
+	_ = append(got[3], 0xff, 0xff) // must reallocate, not write into got[4]
+	for i, s := range got {
+		for _, b := range s {
+			if b != byte(i) {
+				t.Fatalf("slice %d was overwritten: %v", i, s)
+			}
+		}
+	}
+	if len(a.chunks) < 2 {
+		t.Fatalf("40 slices of up to 7 bytes fit in %d chunks of %d", len(a.chunks), chunk)
+	}
+	large := a.take(chunk/8+1, chunk)
+	for _, c := range a.chunks {
+		if &c[0] == &large[0] {
+			t.Fatal("a large slice was taken from a chunk")
+		}
+	}
+	chunks := len(a.chunks)
+	a.reset()
+	if s := a.take(5, chunk); &s[0] != &a.chunks[0][0] || len(a.chunks) != chunks {
+		t.Fatal("after a reset the arena did not start again at its first chunk")
+	}
+}
