@@ -26,7 +26,11 @@ type Report struct {
 	Events                  []TraceEvent   // the run's trace
 	Scopes                  []core.Scope   // scope index -> scope, for Events
 	violatingScope          int32
-	converge                []int64 // sorted, virtual nanoseconds
+	// converge: each answered request's time to converge, sorted, virtual
+	// nanoseconds: all convergeCount of them, or (RunSeeds) only the
+	// largest, those the summary's maximum and p99 may be (convergeTail).
+	converge      []int64
+	convergeCount int
 }
 
 // Tally is what a run counts, and a summary adds up.
@@ -118,7 +122,7 @@ func (r *Report) finish(w *world) {
 			times = append(times, q.doneAt-q.start)
 		}
 	}
-	r.converge = times
+	r.converge, r.convergeCount = times, len(times)
 	r.ConvergeMax, r.ConvergeP99 = maxAndP99(times)
 	for _, c := range idem.Counters() {
 		r.Counters = append(r.Counters, CounterValue{Name: c.Name(), Value: w.metrics.Total(c)})
