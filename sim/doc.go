@@ -69,8 +69,8 @@
 //     share of payments are long actions that beat several times.
 //   - Servers hand Complete the gateway's answer in a buffer they reuse once
 //     they replied, and edit a replay's Result in place once they sent it
-//     (a Result is the caller's); in-flight waits use the memory store's own Wait
-//     (wait.go); a server may freeze between an owner's load and its write,
+//     (a Result is the caller's); in-flight waits end on the memory store's
+//     own change notification, the channel its Wait selects on (wait.go); a server may freeze between an owner's load and its write,
 //     past its record's whole life; FaultBadInput sends keys with a space at
 //     an end and starts servers with a policy out of range.
 //   - On FaultCompleteInDiffers an action completes in its own transaction
