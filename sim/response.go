@@ -37,12 +37,6 @@ func copyResponseIn(s *slabs, r core.Response) core.Response {
 // that a broken core.Response.Equal cannot pass for a correct one.
 func sameResponse(a, b core.Response) bool { return refmodel.SameResponse(a, b) }
 
-// sameNils reports whether a and b have nil slices in the same places (a
-// nil body and an empty one are the same bytes, but not the same record).
-func sameNils(a, b *core.Response) bool {
-	return (a.Headers == nil) == (b.Headers == nil) && (a.Body == nil) == (b.Body == nil)
-}
-
 // reuseBuffer overwrites r's slices in place, as the next request served
 // from the same pooled buffer would.
 func reuseBuffer(r *core.Response) {

@@ -344,15 +344,8 @@ func (w *world) applied(m *opMeta, rec *core.Record, kind core.WriteKind, expect
 			w.shadow[scope] = core.Record{Scope: rec.Scope}
 		} else {
 			w.shadow[scope] = *rec
-			// The shadow keeps its own copy: the writer may reuse its
-			// buffer. The copy it holds already will do when the bytes are
-			// the same, nil where they are nil (a completed record expired,
-			// say): it is never modified.
-			if sameResponse(prev.Response, rec.Response) && sameNils(&prev.Response, &rec.Response) {
-				w.shadow[scope].Response = prev.Response
-			} else {
-				w.shadow[scope].Response = copyResponseIn(&w.slabs, rec.Response)
-			}
+			// The shadow keeps its own copy: the writer may reuse its buffer.
+			w.shadow[scope].Response = copyResponseIn(&w.slabs, rec.Response)
 		}
 		w.check.write(*m, scope, &prev, &w.shadow[scope], kind, expectToken)
 	}
