@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/idemkit/idem/core"
 )
@@ -163,10 +162,8 @@ func Apply(ctx context.Context, s Store, scope core.Scope, ev core.Event, p *cor
 	if a, ok := s.(Applier); ok {
 		return applierErr(a.Apply(ctx, scope, ev, p, out), out)
 	}
-	op := ops.Get().(*Op)
-	defer ops.Put(op)
+	var op Op
 	op.Reset(scope, ev, p)
-	defer op.Reset(core.Scope{}, core.Event{}, nil) // holds nothing of this event in the pool
 	op.UseStep(stepOf(s))
 	for !op.Done() {
 		op.Do(ctx, s)
@@ -179,11 +176,6 @@ func Apply(ctx context.Context, s Store, scope core.Scope, ev core.Event, p *cor
 	*out = *a
 	return nil
 }
-
-// ops are the Ops of finished Applies, to use again: an Op escapes to the
-// heap (the store's methods take it through an interface), and it is a
-// record and an event large.
-var ops = sync.Pool{New: func() any { return new(Op) }}
 
 // applierErr is what Apply and ApplyHeld return for err, the error of a
 // store's own Apply: nil, the core's refusal as is, or a store failure as an
