@@ -137,9 +137,10 @@ func Summarize(reports []*Report) Summary {
 // in times: all those at or above the 99th percentile (convergeTail keeps
 // them), so that the percentile is counted down from the maximum.
 func tailMaxAndP99(times []int64, count int) (time.Duration, time.Duration) {
-	if len(times) == 0 || count < len(times) {
-		return maxAndP99(times)
+	if len(times) == 0 {
+		return 0, 0
 	}
+	count = max(count, len(times)) // a tail is never more than the whole
 	slices.Sort(times)
 	above := count - 1 - count*99/100 // times after the p99 in the whole, sorted
 	i := max(len(times)-1-above, 0)   // 0 only if the tail was cut too short, which convergeTail never does
@@ -149,11 +150,7 @@ func tailMaxAndP99(times []int64, count int) (time.Duration, time.Duration) {
 // maxAndP99 sorts times (virtual nanoseconds) and returns their maximum and
 // 99th percentile, or zeros when there are none.
 func maxAndP99(times []int64) (time.Duration, time.Duration) {
-	if len(times) == 0 {
-		return 0, 0
-	}
-	slices.Sort(times)
-	return time.Duration(times[len(times)-1]), time.Duration(times[len(times)*99/100])
+	return tailMaxAndP99(times, len(times))
 }
 
 // WriteText writes what simrun prints: the parameters, each seed's line
